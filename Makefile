@@ -1,0 +1,32 @@
+# The two commands (see README): `make demo` and `make test`. Both build .venv first.
+# This file is the one place that knows the install order (docs/INSTALL.md says why).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# comma-deps-acados overwrites casadi/ with a slim build without IPOPT; this is put back after it.
+CASADI_VERSION := 3.8.2
+
+.PHONY: demo test venv clean
+
+demo: $(STAMP)
+	$(PY) -m launch demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python >= 3.10 needed (found " + sys.version.split()[0] + "); run: make PYTHON=python3.11")'
+	@command -v gcc >/dev/null || { echo "gcc is needed to compile generated code (Debian: apt-get install gcc)"; exit 1; }
+	@echo "[setup] creating $(VENV) and installing dependencies (about a minute the first time)"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --force-reinstall --no-deps casadi==$(CASADI_VERSION)
+	$(PY) -c 'import casadi; assert casadi.has_nlpsol("ipopt"), "casadi without IPOPT"; print("[setup] ok: casadi", casadi.__version__, "with IPOPT")'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) .cache
