@@ -1,0 +1,1 @@
+"""The robots, one module each; `robots.registry` maps names to their `build` functions."""
