@@ -1,0 +1,1 @@
+"""bridge: see docs/ARCHITECTURE.md (not yet implemented beyond this package marker)."""
