@@ -1,0 +1,1 @@
+"""Command line, scenarios, run folders, plots and benchmarks (`python -m launch --help`)."""

@@ -1,0 +1,6 @@
+"""`python -m launch ...`: see `launch.cli`."""
+import sys
+
+from .cli import main
+
+sys.exit(main())
