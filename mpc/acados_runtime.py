@@ -13,8 +13,10 @@ in a cache folder, and later loads it without regenerating.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import io
 import json
 import os
 import sys
@@ -122,7 +124,13 @@ def cached_ocp_solver(ocp: Any, *, cache_dir: Path | str | None = None, verbose:
             print(f"[acados] generating and compiling solver {ocp.model.name!r} (one-time, cached in {folder})",
                   file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        solver = template.AcadosOcpSolver(ocp, json_file=str(json_file), verbose=False)
+        chatter = io.StringIO()  # acados_template warns about untested casadi versions on stdout
+        try:
+            with contextlib.redirect_stdout(chatter):
+                solver = template.AcadosOcpSolver(ocp, json_file=str(json_file), verbose=False)
+        except Exception:
+            sys.stderr.write(chatter.getvalue())
+            raise
         done.write_text(f"{time.perf_counter() - t0:.3f}\n")
     else:
         solver = template.AcadosOcpSolver(ocp, json_file=str(json_file), build=False, generate=False, verbose=False)
