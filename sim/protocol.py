@@ -1,0 +1,117 @@
+"""The plant protocol shared by every simulator (ESS, NMDP, hybrid, baselines).
+
+A plant stands in for the hardware:
+
+    plant = SomePlant(get_robot("hopper"), ...)      # validates its options once
+    state = plant.reset(q0, v0)                       # -> PlantState at t = 0
+    state = plant.step(command, dt)                   # advance dt seconds under `command`
+
+`command` is a `JointCommand` for the actuated joints. Between controller ticks the plant
+runs the joint impedance law of real robots at its own rate:
+
+    tau = tau_ff + kp (q_des - q_j) + kd (v_des - v_j)     (N m or N, clipped to +-u_max)
+
+where q_j, v_j are the actuated joints' positions and velocities. `PlantState` carries what
+a simulator knows (contact flags and forces included); the bridge decides what of it a
+controller may see.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from robots.model import RobotModel, check_vector
+
+
+@dataclass
+class PlantState:
+    """State of a plant at time t.
+
+    t: simulated time, s. q (nq), v (nv): generalized positions and velocities.
+    contact: (nc,) bool, which contacts are active. force: (nc, 2) contact force at the end
+    of the step, (normal, tangential) in N. tau: (nu,) the actuator torques applied last, N m.
+    """
+
+    t: float
+    q: np.ndarray
+    v: np.ndarray
+    contact: np.ndarray
+    force: np.ndarray
+    tau: np.ndarray
+
+    def copy(self) -> "PlantState":
+        """A deep copy (plants may update their state arrays in place)."""
+        return PlantState(self.t, self.q.copy(), self.v.copy(), self.contact.copy(), self.force.copy(),
+                          self.tau.copy())
+
+
+@dataclass
+class JointCommand:
+    """Joint-level command for the actuated joints (each array has length nu).
+
+    tau_ff: feed-forward torque, N m (or N for slides). q_des: desired positions, rad (m).
+    v_des: desired velocities, rad/s. kp: stiffness gains, N m/rad. kd: damping gains, N m s/rad.
+    """
+
+    tau_ff: np.ndarray
+    q_des: np.ndarray = field(default=None)  # type: ignore[assignment]
+    v_des: np.ndarray = field(default=None)  # type: ignore[assignment]
+    kp: np.ndarray = field(default=None)  # type: ignore[assignment]
+    kd: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    @classmethod
+    def torque(cls, tau: np.ndarray) -> "JointCommand":
+        """A pure feed-forward torque command (zero gains)."""
+        tau = np.asarray(tau, dtype=float)
+        z = np.zeros_like(tau)
+        return cls(tau, z.copy(), z.copy(), z.copy(), z.copy())
+
+    @classmethod
+    def zero(cls, nu: int) -> "JointCommand":
+        """All zeros: no torque, no gains (the robot is limp)."""
+        return cls.torque(np.zeros(nu))
+
+    def validated(self, model: RobotModel) -> "JointCommand":
+        """A copy with every field a finite float vector of length nu and gains >= 0;
+        missing fields become zeros. Raises ValueError naming the bad field."""
+        nu = model.nu
+        out = {}
+        for name in ("tau_ff", "q_des", "v_des", "kp", "kd"):
+            value = getattr(self, name)
+            out[name] = np.zeros(nu) if value is None else check_vector(model, name, value, nu).copy()
+        for name in ("kp", "kd"):
+            if np.any(out[name] < 0):
+                raise ValueError(f"{model.name}: command {name} must be >= 0, got {out[name]}")
+        return JointCommand(**out)
+
+
+def actuated_joints(model: RobotModel) -> np.ndarray:
+    """Index into q/v of the joint each actuator drives (B must be a selection matrix)."""
+    B = model.B
+    idx = np.argmax(np.abs(B), axis=0)
+    if B.shape[1] and not np.allclose(B, np.eye(B.shape[0])[:, idx]):
+        raise ValueError(f"{model.name}: B is not a joint selection matrix; joint impedance needs one")
+    return idx.astype(np.int64)
+
+
+def impedance_torque(cmd: JointCommand, q: np.ndarray, v: np.ndarray, joints: np.ndarray,
+                     u_max: np.ndarray) -> np.ndarray:
+    """Joint impedance law tau = tau_ff + kp (q_des - q_j) + kd (v_des - v_j), clipped to +-u_max."""
+    tau = cmd.tau_ff + cmd.kp * (cmd.q_des - q[joints]) + cmd.kd * (cmd.v_des - v[joints])
+    return np.clip(tau, -u_max, u_max)
+
+
+class Plant(Protocol):
+    """What every plant implements (see the module docstring)."""
+
+    model: RobotModel
+
+    def reset(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> PlantState:
+        """Set the state; returns it. v defaults to zeros."""
+        ...
+
+    def step(self, command: JointCommand, dt: float) -> PlantState:
+        """Advance by dt seconds under `command` (held constant, impedance law at plant rate)."""
+        ...
