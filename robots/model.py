@@ -165,12 +165,26 @@ class RobotModel:
             return ca.SX(0, self.nv)
         return ca.jacobian(ca.vertcat(*[c.point[0] for c in self.contacts]), self.q)
 
+    def contact_bias_accelerations(self) -> tuple[ca.SX, ca.SX]:
+        """SX (nc), (nc): the contact "bias accelerations" dJn/dt v and dJt/dt v, m/s^2.
+
+        The normal (tangential) acceleration of contact i is Jn_i dv/dt + (dJn_i/dt) v; the
+        second term is d(Jn v)/dq v, derived symbolically (never by finite differences).
+        """
+        if not self.contacts:
+            return ca.SX(0, 1), ca.SX(0, 1)
+        v = self.v
+        an = ca.jacobian(self.normal_jacobian() @ v, self.q) @ v
+        at = ca.jacobian(self.tangent_jacobian() @ v, self.q) @ v
+        return an, at
+
     def symbolic_functions(self) -> dict[str, ca.Function]:
         """The model's named CasADi Functions (the symbolic side of every numeric function).
 
         mass_matrix(q) -> M; bias(q, v) -> h; passive(q, v) -> tau_passive;
         contact_gap(q) -> phi; contact_jacobians(q) -> (Jn, Jt); contact_points(q) -> P (nc x 2);
-        energy(q, v) -> [T, V]; body_poses(q) -> (nb x 3).
+        energy(q, v) -> [T, V]; body_poses(q) -> (nb x 3);
+        contact_bias_acc(q, v) -> (dJn/dt v, dJt/dt v), each (nc).
         """
         q, v = self.q, self.v
         return {
@@ -186,6 +200,9 @@ class RobotModel:
                 "energy", [q, v], [ca.vertcat(self.kinetic_energy, self.potential_energy)], ["q", "v"], ["TV"]
             ),
             "body_poses": ca.Function("body_poses", [q], [self.body_poses], ["q"], ["poses"]),
+            "contact_bias_acc": ca.Function(
+                "contact_bias_acc", [q, v], list(self.contact_bias_accelerations()), ["q", "v"], ["an", "at"]
+            ),
         }
 
 

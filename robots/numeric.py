@@ -75,6 +75,12 @@ class NumericRobot:
         """Body origins and angles (nb x 3): x (m), z (m), angle about +y (rad)."""
         return self.raw["body_poses"](self._q(q)).reshape(len(self.model.body_names), 3)
 
+    def contact_bias_accelerations(self, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """(dJn/dt v, dJt/dt v), each (nc), m/s^2: the velocity-product part of the contact
+        points' normal and tangential accelerations."""
+        an, at = self.raw["contact_bias_acc"](self._q(q), self._v(v))
+        return np.atleast_1d(an), np.atleast_1d(at)
+
     def forward_dynamics(self, q, v, u=None) -> np.ndarray:
         """Contact-free acceleration dv/dt = M^-1 (B u - h), (nv), for torques u (nu, N m)."""
         q, v = self._q(q), self._v(v)
