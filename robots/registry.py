@@ -5,7 +5,7 @@ import difflib
 from functools import lru_cache
 from typing import Callable
 
-from .library import hopper, hopper1d, plate_springs, point_mass, quadruped
+from .library import block, hopper, hopper1d, plate_springs, point_mass, quadruped
 from .model import RobotModel
 
 _BUILDERS: dict[str, Callable[..., RobotModel]] = {
@@ -14,6 +14,7 @@ _BUILDERS: dict[str, Callable[..., RobotModel]] = {
     "plate_springs": plate_springs.build,
     "hopper": hopper.build,
     "quadruped": quadruped.build,
+    "block": block.build,
 }
 
 

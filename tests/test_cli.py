@@ -30,6 +30,7 @@ def test_robots_json_lists_the_five_robots():
         "plate_springs": (3, 3, 0, 4),
         "hopper": (4, 4, 2, 1),
         "quadruped": (11, 11, 8, 4),
+        "block": (3, 3, 0, 2),
     }
 
 
