@@ -121,7 +121,8 @@ def _row_major_dense(f: ca.Function) -> ca.Function:
         ins.append(ca.SX.sym(f.name_in(i), sp.size1()))
     outs = f.call(ins)
     outs = [ca.densify(ca.SX(o).T) for o in outs]
-    return ca.Function(f.name(), ins, outs, f.name_in(), f.name_out())
+    # common-subexpression elimination: ~1/3 fewer instructions for Lagrangian expressions
+    return ca.Function(f.name(), ins, outs, f.name_in(), f.name_out(), {"cse": True})
 
 
 def _flat_wrapper(g: ca.Function) -> str:

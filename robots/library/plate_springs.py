@@ -38,7 +38,7 @@ def build(n_springs: int | None = None, **overrides):
     r = p["tip_radius"]
     tips = tuple(
         f'<geom name="tip{i}" type="sphere" size="{r!r}" pos="{float(x)!r} 0 {p["L0"] - r!r}" contype="0"'
-        f' conaffinity="1"/>'
+        f' conaffinity="1" condim="1"/>'
         for i, x in enumerate(xs)
     )
     half_h = 0.005
@@ -48,7 +48,7 @@ def build(n_springs: int | None = None, **overrides):
                      (Joint("x", "slide_x"), Joint("z", "slide_z"), Joint("theta", "hinge", axis_sign=-1)),
                      p["m"], inertia=p["m"] * p["length"] ** 2 / 12.0,
                      geoms=(f'<geom name="plate" type="box" size="{p["length"] / 2!r} 0.1 {half_h!r}"'
-                            f' pos="0 0 {half_h!r}" contype="1" conaffinity="0" friction="0 0 0" mass="0"/>',)),),
+                            f' pos="0 0 {half_h!r}" contype="1" conaffinity="0" condim="1" mass="0"/>',)),),
         gravity=p["g"],
         world_geoms=tips,
         params={**p, "x_springs": xs.tolist()},

@@ -33,7 +33,7 @@ PARAMS = {
     "mu": 0.8,
     "u_max": 33.5,  # N m
     "k_contact": 2.0e4,  # N/m, compliant plants only
-    "b_contact": 200.0,  # N s/m, compliant plants only
+    "b_contact": 100.0,  # N s/m, compliant plants only (~0.2 of critical for a quarter of the weight)
     "hip0": 0.8,  # rad, standing pose
     "knee0": -1.6,  # rad
 }

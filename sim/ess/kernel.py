@@ -1,0 +1,344 @@
+"""The Event-Selected-Systems (ESS) integrator kernel (seed 000), compiled with numba.
+
+System: dx/dt = f(t, x, sigma), with m event functions h(x) whose signs select the vector
+field. The integrator keeps its own sign vector sigma (+1 crossed / -1 not yet crossed) so
+that a projection landing a hair short of a guard still counts as crossed.
+
+Loop until tf:
+1. If no *armed* guard k has h_k(x) >= -eps_k: one adaptive Dormand-Prince 5(4) step
+   (step control, max step h_max). If the step enters the eps-band of an armed guard, the
+   entry point h_k = -eps_k is located on the dense output and the step is cut there.
+2. Else projection step: G = f(x, sigma); for armed k in the band, dt_k = -h_k / (Dh_k . G);
+   j = argmin dt_k; x += G dt_j; t += dt_j; guard j is crossed (sigma_j = +1). Repeated
+   projections resolve near-simultaneous crossings one guard at a time.
+3. Re-arming. Guard reset matrix R: crossing guard j makes every guard k with R[j, k]
+   *pending* (sigma_k = -1); a pending guard becomes armed once h_k < -eps_k (hysteresis: it
+   must first leave the band). With `paper_rule` (the paper's Listing 1), instead: while no
+   guard is armed, integration runs until *any* guard enters its band from below; then every
+   guard with h_k < 0 is armed. (At the end of a call with nothing armed, guards with
+   h_k < -eps_k are armed, so calls can be chained.) The vector field still reads sigma,
+   refreshed only at re-arming, so the paper rule suits systems whose guards are each crossed
+   in one direction (the order test). Rhythmic systems with paired guards on one surface (the
+   hoppers' touchdown/liftoff) need the reset matrix: that is why the paper proposes it.
+Liveness: a guard in the band whose rate Dh_k . G <= live_min cannot be crossed by projection.
+With on_violation = 0 the kernel stops with status LIVENESS and the guard index; with 1 it
+*parks* the guard: ordinary event location at h_k = 0 replaces projection for it.
+
+User functions (numba-compiled, each with the signature shown):
+    f(t, x, sigma, p, ctx, out)     -> writes dx/dt into out (n)
+    h(x, p, ctx, out)               -> writes event values into out (m)
+    Dh(x, p, ctx, out)              -> writes the m x n event Jacobian into out
+p is a float64 parameter vector and ctx any numba-typable tuple (e.g. compiled C function
+pointers and scratch arrays), both passed through untouched. Systems whose f, h, Dh are the
+same dispatchers and whose ctx types agree share one compiled kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+OK, LIVENESS, TOO_MANY_EVENTS, STEP_UNDERFLOW, NON_FINITE = 0, 1, 2, 3, 4
+STATUS_TEXT = {
+    OK: "ok",
+    LIVENESS: "liveness violated: the vector field does not push through a guard inside its band",
+    TOO_MANY_EVENTS: "too many events in one call (Zeno-like accumulation)",
+    STEP_UNDERFLOW: "step size underflow",
+    NON_FINITE: "non-finite state",
+}
+# stats slots
+S_STEPS, S_REJECTS, S_PROJECTIONS, S_FEVALS, S_LOCATED = 0, 1, 2, 3, 4
+N_STATS = 5
+
+# Dormand-Prince 5(4) coefficients (Hairer, Norsett & Wanner, Solving ODEs I, II.5)
+C2, C3, C4, C5 = 1.0 / 5.0, 3.0 / 10.0, 4.0 / 5.0, 8.0 / 9.0
+A21 = 1.0 / 5.0
+A31, A32 = 3.0 / 40.0, 9.0 / 40.0
+A41, A42, A43 = 44.0 / 45.0, -56.0 / 15.0, 32.0 / 9.0
+A51, A52, A53, A54 = 19372.0 / 6561.0, -25360.0 / 2187.0, 64448.0 / 6561.0, -212.0 / 729.0
+A61, A62, A63, A64, A65 = 9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0 / 176.0, -5103.0 / 18656.0
+B1, B3, B4, B5, B6 = 35.0 / 384.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0
+E1, E3, E4, E5, E6, E7 = (71.0 / 57600.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0,
+                          22.0 / 525.0, -1.0 / 40.0)
+# dense output (Hairer's dopri5 continuous extension of order 4)
+D1, D3, D4, D5, D6, D7 = (-12715105075.0 / 11282082432.0, 87487479700.0 / 32700410799.0,
+                          -10690763975.0 / 1880347072.0, 701980252875.0 / 199316789632.0,
+                          -1453857185.0 / 822651844.0, 69997945.0 / 29380423.0)
+
+
+@njit(cache=True)
+def dense_eval(rc, theta, out):
+    """Dense output at fraction theta of the last step: rc holds the 5 x n coefficients."""
+    th1 = 1.0 - theta
+    for i in range(out.shape[0]):
+        out[i] = rc[0, i] + theta * (rc[1, i] + th1 * (rc[2, i] + theta * (rc[3, i] + th1 * rc[4, i])))
+
+
+@njit(cache=True)
+def _err_norm(x, xn, err, rtol, atol):
+    s = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        sc = atol + rtol * max(abs(x[i]), abs(xn[i]))
+        s += (err[i] / sc) ** 2
+    return np.sqrt(s / n)
+
+
+@njit(cache=True)
+def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, paper_rule,
+                  rtol, atol, hstep, h_max, live_min, on_violation, max_events,
+                  t_eval, x_eval, eval_pos, stats):
+    """Integrate from (t, x) to tf in place (see module docstring).
+
+    x (n), sigma (m, +-1.0), armed/pending/parked (m, bool) and hstep (1: step size to try, s)
+    are updated in place so that a following call continues seamlessly. reset is the m x m
+    bool guard reset matrix, eps the band width per guard. States at the times t_eval[k]
+    (ascending) are written into x_eval[k] starting at eval_pos[0], which advances.
+    Returns (t reached, status code, guard index or -1).
+    """
+    n = x.shape[0]
+    m = eps.shape[0]
+    k1 = np.empty(n)
+    k2 = np.empty(n)
+    k3 = np.empty(n)
+    k4 = np.empty(n)
+    k5 = np.empty(n)
+    k6 = np.empty(n)
+    k7 = np.empty(n)
+    xs = np.empty(n)
+    xn = np.empty(n)
+    err = np.empty(n)
+    rc = np.empty((5, n))
+    hv = np.empty(m)
+    hn = np.empty(m)
+    hw = np.empty(m)
+    E = np.empty((m, n))
+    xw = np.empty(n)
+    k1_valid = False
+    events = 0
+    n_eval = t_eval.shape[0]
+    while t < tf:
+        if not np.all(np.isfinite(x)):
+            return t, NON_FINITE, -1
+        h(x, p, ctx, hv)
+        in_band = False
+        for k in range(m):
+            if armed[k] and hv[k] >= -eps[k]:
+                in_band = True
+                break
+        if in_band:
+            # ---------------- projection step ----------------
+            f(t, x, sigma, p, ctx, k1)
+            stats[S_FEVALS] += 1
+            Dh(x, p, ctx, E)
+            best = np.inf
+            j = -1
+            bad = -1
+            for k in range(m):
+                if armed[k] and hv[k] >= -eps[k]:
+                    rate = 0.0
+                    for i in range(n):
+                        rate += E[k, i] * k1[i]
+                    if rate > live_min:
+                        dtk = max(-hv[k] / rate, 0.0)
+                        if dtk < best:
+                            best = dtk
+                            j = k
+                    else:
+                        bad = k
+            if j < 0:
+                if on_violation == 0:
+                    return t, LIVENESS, bad
+                # park: locate its zero crossing conventionally instead
+                armed[bad] = False
+                parked[bad] = True
+                k1_valid = False
+                continue
+            dt = best
+            if t + dt > tf:  # cross after this call: move part of the way, stay armed
+                dt = tf - t
+                while eval_pos[0] < n_eval and t_eval[eval_pos[0]] <= t + dt:
+                    s = t_eval[eval_pos[0]] - t
+                    for i in range(n):
+                        x_eval[eval_pos[0], i] = x[i] + k1[i] * s
+                    eval_pos[0] += 1
+                for i in range(n):
+                    x[i] += k1[i] * dt
+                t = tf
+                break
+            while eval_pos[0] < n_eval and t_eval[eval_pos[0]] <= t + dt:
+                s = t_eval[eval_pos[0]] - t
+                for i in range(n):
+                    x_eval[eval_pos[0], i] = x[i] + k1[i] * s
+                eval_pos[0] += 1
+            for i in range(n):
+                x[i] += k1[i] * dt
+            t += dt
+            sigma[j] = 1.0
+            armed[j] = False
+            for k in range(m):
+                if reset[j, k]:
+                    sigma[k] = -1.0
+                    pending[k] = True
+                    armed[k] = False
+                    parked[k] = False
+            stats[S_PROJECTIONS] += 1
+            events += 1
+            k1_valid = False
+            if events > max_events:
+                return t, TOO_MANY_EVENTS, j
+            continue
+
+        # ---------------- Dormand-Prince step ----------------
+        if not k1_valid:
+            f(t, x, sigma, p, ctx, k1)
+            stats[S_FEVALS] += 1
+            k1_valid = True
+        hs = min(hstep[0], h_max, tf - t)
+        while True:
+            if hs < 1e-14 * max(1.0, abs(t)):
+                return t, STEP_UNDERFLOW, -1
+            for i in range(n):
+                xs[i] = x[i] + hs * A21 * k1[i]
+            f(t + C2 * hs, xs, sigma, p, ctx, k2)
+            for i in range(n):
+                xs[i] = x[i] + hs * (A31 * k1[i] + A32 * k2[i])
+            f(t + C3 * hs, xs, sigma, p, ctx, k3)
+            for i in range(n):
+                xs[i] = x[i] + hs * (A41 * k1[i] + A42 * k2[i] + A43 * k3[i])
+            f(t + C4 * hs, xs, sigma, p, ctx, k4)
+            for i in range(n):
+                xs[i] = x[i] + hs * (A51 * k1[i] + A52 * k2[i] + A53 * k3[i] + A54 * k4[i])
+            f(t + C5 * hs, xs, sigma, p, ctx, k5)
+            for i in range(n):
+                xs[i] = x[i] + hs * (A61 * k1[i] + A62 * k2[i] + A63 * k3[i] + A64 * k4[i] + A65 * k5[i])
+            f(t + hs, xs, sigma, p, ctx, k6)
+            for i in range(n):
+                xn[i] = x[i] + hs * (B1 * k1[i] + B3 * k3[i] + B4 * k4[i] + B5 * k5[i] + B6 * k6[i])
+            f(t + hs, xn, sigma, p, ctx, k7)
+            stats[S_FEVALS] += 6
+            for i in range(n):
+                err[i] = hs * (E1 * k1[i] + E3 * k3[i] + E4 * k4[i] + E5 * k5[i] + E6 * k6[i] + E7 * k7[i])
+            en = _err_norm(x, xn, err, rtol, atol)
+            if en <= 1.0 and np.all(np.isfinite(xn)):
+                break
+            stats[S_REJECTS] += 1
+            if not np.isfinite(en):
+                hs *= 0.1
+            else:
+                hs *= max(0.2, 0.9 * en ** -0.2)
+        stats[S_STEPS] += 1
+        # next step size (standard controller, growth capped at 5x)
+        hstep[0] = hs * min(5.0, 0.9 * max(en, 1e-10) ** -0.2)
+        # dense output coefficients
+        for i in range(n):
+            ydiff = xn[i] - x[i]
+            bspl = hs * k1[i] - ydiff
+            rc[0, i] = x[i]
+            rc[1, i] = ydiff
+            rc[2, i] = bspl
+            rc[3, i] = ydiff - hs * k7[i] - bspl
+            rc[4, i] = hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i] + D7 * k7[i])
+        # events inside the step: band entry of armed guards, zero crossing of parked guards
+        h(xn, p, ctx, hn)
+        theta_hit = 2.0
+        watch_all = False  # paper rule: with nothing armed, any guard's band entry ends the step
+        if paper_rule:
+            watch_all = True
+            for k in range(m):
+                if armed[k]:
+                    watch_all = False
+                    break
+        for k in range(m):
+            if (armed[k] or watch_all) and hv[k] < -eps[k] and hn[k] >= -eps[k]:
+                level = -eps[k]
+            elif parked[k] and hv[k] < 0.0 and hn[k] >= 0.0:
+                level = 0.0
+            else:
+                continue
+            # Illinois false position on g(theta) = h_k(dense(theta)) - level
+            a, b = 0.0, 1.0
+            ga, gb = hv[k] - level, hn[k] - level
+            side = 0
+            for _ in range(60):
+                c = (a * gb - b * ga) / (gb - ga) if gb != ga else 0.5 * (a + b)
+                dense_eval(rc, c, xw)
+                h(xw, p, ctx, hw)
+                gc = hw[k] - level
+                if gc >= 0.0:
+                    b, gb = c, gc
+                    if side == -1:
+                        ga *= 0.5
+                    side = -1
+                else:
+                    a, ga = c, gc
+                    if side == 1:
+                        gb *= 0.5
+                    side = 1
+                if b - a < 1e-13 or gc == 0.0:
+                    break
+            if b < theta_hit:
+                theta_hit = b
+            stats[S_LOCATED] += 1
+        cut = theta_hit <= 1.0 and theta_hit < 1.0 - 1e-15
+        t_end = t + hs * theta_hit if cut else t + hs
+        while eval_pos[0] < n_eval and t_eval[eval_pos[0]] <= t_end:
+            dense_eval(rc, (t_eval[eval_pos[0]] - t) / hs, xw)
+            for i in range(n):
+                x_eval[eval_pos[0], i] = xw[i]
+            eval_pos[0] += 1
+        if theta_hit <= 1.0:
+            if cut:
+                dense_eval(rc, theta_hit, x)
+                t = t_end
+                k1_valid = False
+            else:
+                for i in range(n):
+                    x[i] = xn[i]
+                    k1[i] = k7[i]
+                t = t + hs
+            h(x, p, ctx, hn)
+            for k in range(m):  # a parked guard that reached zero is crossed
+                if parked[k] and hn[k] >= -1e-12:
+                    parked[k] = False
+                    sigma[k] = 1.0
+                    for kk in range(m):
+                        if reset[k, kk]:
+                            sigma[kk] = -1.0
+                            pending[kk] = True
+                            armed[kk] = False
+                            parked[kk] = False
+                    events += 1
+                    k1_valid = False
+        else:
+            for i in range(n):
+                x[i] = xn[i]
+                k1[i] = k7[i]
+            t = t + hs
+        # re-arming
+        for k in range(m):
+            if pending[k] and hn[k] < -eps[k]:
+                pending[k] = False
+                armed[k] = True
+            elif parked[k] and hn[k] < -eps[k]:
+                parked[k] = False
+                armed[k] = True
+        if watch_all and theta_hit <= 1.0:  # the integration step ended at a band: re-arm
+            for k in range(m):
+                if hn[k] < 0.0:
+                    armed[k] = True
+                    sigma[k] = -1.0
+                    k1_valid = False
+        if events > max_events:
+            return t, TOO_MANY_EVENTS, -1
+    if paper_rule:
+        any_armed = False
+        for k in range(m):
+            if armed[k]:
+                any_armed = True
+        if not any_armed:
+            h(x, p, ctx, hn)
+            for k in range(m):
+                if hn[k] < -eps[k]:
+                    armed[k] = True
+                    sigma[k] = -1.0
+    return t, OK, -1

@@ -1,0 +1,200 @@
+"""ESS integrator and plant: exact solutions, hop stability, crossing orderings, liveness, errors."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from numba import njit
+
+from robots import get_robot
+from sim.ess.exact import hopper1d_exact
+from sim.ess.integrator import EssSystem, LivenessError, integrate
+from sim.ess.order_test import T_END, X0, exact_solution, order_system, rms_error
+from sim.ess.robot import EssPlant
+from sim.protocol import JointCommand
+
+# ----------------------------------------------------------------------------- order test
+
+
+def test_order_system_matches_exact_solution_at_small_eps():
+    times = np.linspace(0.0, T_END, 201)
+    res = integrate(order_system(), X0, 0.0, T_END, eps=1e-4, t_eval=times, rtol=1e-12, atol=1e-12, h_max=0.01)
+    err = np.abs(res.x_eval - exact_solution(times)).max()
+    assert err < 1e-3  # the issue's bound
+    assert err < 1e-6  # what the method actually delivers at eps = 1e-4
+    assert res.stats["projections"] == 3  # each coordinate plane crossed once
+    np.testing.assert_array_equal(res.guards.sigma, [1.0, 1.0, 1.0])
+
+
+def test_order_system_error_is_second_order_in_eps():
+    opts = dict(rtol=1e-12, atol=1e-12, h_max=0.01)
+    ratio = rms_error(1e-3, **opts) / rms_error(1e-4, **opts)
+    assert 70 < ratio < 140, ratio  # eps^2: a decade of eps is two decades of error
+
+
+def test_paper_rule_and_reset_matrix_agree_when_nothing_re_arms():
+    times = np.linspace(0.0, T_END, 51)
+    a = integrate(order_system(), X0, 0.0, T_END, eps=1e-3, t_eval=times)
+    sys_paper = EssSystem(order_system().f, order_system().h, order_system().Dh, n=3, m=3, paper_rule=True)
+    b = integrate(sys_paper, X0, 0.0, T_END, eps=1e-3, t_eval=times)
+    np.testing.assert_allclose(a.x_eval, b.x_eval, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- 1-D hopper
+
+
+def _hopper1d_plant(**kw):
+    opts = dict(eps=1e-6, rtol=1e-10, atol=1e-12, h_max=0.002, liftoff="gap", verbose=False)
+    opts.update(kw)
+    return EssPlant(get_robot("hopper1d"), **opts)
+
+
+def test_hopper1d_matches_closed_form():
+    model = get_robot("hopper1d")
+    p = model.params
+    plant = _hopper1d_plant()
+    plant.reset([2.0])
+    times = np.linspace(0.001, 2.0, 400)
+    x = plant.advance(2.0, times)
+    z, v = hopper1d_exact(times, z0=2.0, m=p["m"], k=p["k"], g=p["g"], L0=p["L0"])
+    assert np.abs(x[:, 0] - z).max() < 1e-6
+    assert np.abs(x[:, 1] - v).max() < 1e-5
+    assert plant.stats["projections"] == 4  # two touchdowns, two liftoffs in 2 s
+
+
+def test_undamped_hopper_keeps_apex_height_over_20_hops():
+    plant = _hopper1d_plant(eps=1e-4, rtol=1e-8, atol=1e-10)
+    plant.reset([2.0])
+    times = np.arange(0.001, 21.0, 0.001)
+    z = plant.advance(21.0, times)[:, 0]
+    # apexes: local maxima of z in flight
+    peaks = [i for i in range(1, len(z) - 1) if z[i] >= z[i - 1] and z[i] > z[i + 1] and z[i] > 1.5]
+    apex = z[peaks]
+    assert len(apex) >= 20
+    assert np.abs(apex / 2.0 - 1.0).max() < 0.01, apex
+
+
+# ----------------------------------------------------------------------------- orderings
+
+
+@njit(cache=True)
+def _corner_f(t, x, sigma, p, ctx, out):
+    """Three guards x_i = 0 crossed upward; each crossing changes all three rates differently."""
+    s0, s1, s2 = sigma[0] > 0, sigma[1] > 0, sigma[2] > 0
+    out[0] = 1.0 + 0.5 * s1 - 0.3 * s2 + 0.2 * x[1]
+    out[1] = 1.0 - 0.4 * s0 + 0.6 * s2 - 0.1 * x[0]
+    out[2] = 1.0 + 0.3 * s0 + 0.2 * s1 + 0.3 * x[2]
+
+
+@njit(cache=True)
+def _corner_h(x, p, ctx, out):
+    out[0], out[1], out[2] = x[0], x[1], x[2]
+
+
+@njit(cache=True)
+def _corner_Dh(x, p, ctx, out):
+    out[:, :] = 0.0
+    out[0, 0] = out[1, 1] = out[2, 2] = 1.0
+
+
+def _final_states(eps: float) -> np.ndarray:
+    """Final states for the 6 orders in which three near-simultaneous crossings happen."""
+    system = EssSystem(_corner_f, _corner_h, _corner_Dh, n=3, m=3, name="corner")
+    delta = eps / 100.0  # crossings separated by much less than the band
+    finals = []
+    for order in itertools.permutations(range(3)):
+        x0 = np.full(3, -0.5)
+        for rank, guard in enumerate(order):
+            x0[guard] += rank * delta  # guard order[0] is reached first
+        finals.append(integrate(system, x0, 0.0, 1.0, eps=eps, rtol=1e-12, atol=1e-12).x)
+    return np.array(finals)
+
+
+def test_six_crossing_orders_agree_to_first_order_in_eps():
+    spreads = {}
+    for eps in (1e-2, 1e-3, 1e-4):
+        finals = _final_states(eps)
+        spreads[eps] = np.abs(finals - finals.mean(axis=0)).max()
+        assert spreads[eps] < 2.0 * eps, (eps, spreads[eps])
+    assert spreads[1e-3] < spreads[1e-2] / 5 and spreads[1e-4] < spreads[1e-3] / 5, spreads
+
+
+# ----------------------------------------------------------------------------- liveness
+
+
+@njit(cache=True)
+def _away_f(t, x, sigma, p, ctx, out):
+    out[0] = -1.0  # always moving away from the guard x = 0
+
+
+@njit(cache=True)
+def _away_h(x, p, ctx, out):
+    out[0] = x[0]
+
+
+@njit(cache=True)
+def _away_Dh(x, p, ctx, out):
+    out[0, 0] = 1.0
+
+
+def test_liveness_violation_raises_with_guard_and_state():
+    system = EssSystem(_away_f, _away_h, _away_Dh, n=1, m=1, name="away")
+    with pytest.raises(LivenessError, match="guard 0") as info:
+        integrate(system, [-0.5e-3], 0.0, 10.0, eps=1e-3)
+    assert info.value.guard == 0 and info.value.t == 0.0
+    # with exact location instead of projection, the run completes (the guard is never crossed)
+    res = integrate(system, [-0.5e-3], 0.0, 1.0, eps=1e-3, on_violation="locate")
+    assert res.x[0] == pytest.approx(-1.0005) and res.guards.sigma[0] == -1.0
+
+
+# ----------------------------------------------------------------------------- robot plants
+
+
+def test_quadruped_plant_stands_and_carries_its_weight():
+    model = get_robot("quadruped")
+    plant = EssPlant(model, verbose=False)
+    q = model.q0.copy()
+    q[1] += 0.02  # dropped from 2 cm
+    plant.reset(q)
+    j = np.array([model.q_names.index(n) for n in model.u_names])
+    hold = JointCommand(np.zeros(model.nu), model.q0[j], np.zeros(model.nu), np.full(model.nu, 40.0),
+                        np.full(model.nu, 1.0))
+    state = plant.step(hold, 1.0)
+    assert state.contact.all()
+    assert state.force[:, 0].sum() == pytest.approx(12.0 * 9.81, rel=0.02)
+    assert abs(state.q[2]) < 0.05  # level torso
+    assert plant.stats["projections"] >= 4  # four touchdowns
+
+
+def test_hopper_plant_touchdown_time_matches_free_fall():
+    model = get_robot("hopper")
+    plant = EssPlant(model, eps=1e-6, verbose=False)
+    drop = 0.1
+    q = model.q0.copy()
+    q[1] += drop
+    plant.reset(q)
+    t_fall = np.sqrt(2 * drop / model.gravity)
+    before = plant.step(JointCommand.zero(model.nu), t_fall - 1e-4)
+    after = plant.step(None, 2e-4)
+    assert not before.contact[0] and after.contact[0]
+
+
+def test_plant_bad_input_gives_clear_errors():
+    model = get_robot("hopper")
+    with pytest.raises(ValueError, match="eps must be finite and > 0"):
+        EssPlant(model, eps=-1.0, verbose=False)
+    with pytest.raises(ValueError, match="liftoff must be 'force' or 'gap'"):
+        EssPlant(model, liftoff="never", verbose=False)
+    with pytest.raises(ValueError, match="no stiffness"):
+        EssPlant(get_robot("hopper", k_contact=0.0), verbose=False)
+    plant = EssPlant(model, verbose=False)
+    with pytest.raises(RuntimeError, match="reset"):
+        plant.step(None, 0.01)
+    plant.reset(model.q0)
+    with pytest.raises(ValueError, match="dt must be >= 0"):
+        plant.step(None, -0.01)
+    with pytest.raises(ValueError, match=r"q contains non-finite values \(x=nan\)"):
+        plant.reset([np.nan, 0.4, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"kp must be >= 0"):
+        plant.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 0.0]), np.zeros(2)), 0.01)
