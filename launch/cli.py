@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list benchmarks")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--repeats", type=int, default=None, help="override the number of repeats")
+    p.add_argument("--full", action="store_true", help="the paper's full-size run where a benchmark has one")
     p.set_defaults(func=cmd_bench)
     return parser
 
