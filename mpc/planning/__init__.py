@@ -1,0 +1,17 @@
+"""Offline contact-implicit trajectory optimization: time-freezing + FESD (seed 004).
+
+    from mpc.planning import ContactLagrangian, time_freezing_system, TimeFreezingOcp, solve_plan
+    plan = solve_plan(ocp, PlannerOptions(), progress=print_to_stderr)
+
+Modules: `time_freezing` (the reformulation of a one-contact CLS into a PSS), `ocp` (problem
+description and options), `solve` (nosnoc FESD discretization, homotopy, physical-time recovery),
+`particle` (the paper's Example 5), `hopper_holes` (Section 6), `plots`, `replay`.
+"""
+from .ocp import PlannerOptions, TimeFreezingOcp
+from .solve import Plan, solve_plan
+from .time_freezing import ContactLagrangian, TimeFreezingSystem, step_multipliers, time_freezing_system
+
+__all__ = [
+    "ContactLagrangian", "Plan", "PlannerOptions", "TimeFreezingOcp", "TimeFreezingSystem",
+    "solve_plan", "step_multipliers", "time_freezing_system",
+]
