@@ -1,0 +1,330 @@
+"""Contact modes at one state: constraint rows, plastic impact, contact forces, mode selection.
+
+Notation (seed 001, Sections 2.4-2.7). A mode J is a set of active contacts. Its constraint
+matrix A_J stacks the normal rows Jn_i (gap velocity) of every i in J and, for contacts that
+stick (friction model "stick" and mu_i > 0, the paper's Assumption A12), the tangential rows
+Jt_i. Rows that are linearly dependent on earlier ones (e.g. the second sticking corner of a
+block lying flat) are dropped: the paper drops "one of the redundant tangential constraints".
+
+- Plastic impact into J (eq. 31-33): v+ = v- + M^-1 A^T P with A v+ = target (0, or -e times
+  the incoming normal speed with restitution e); P = G^-1 (target - A v-), G = A M^-1 A^T.
+- Contact force in J (eq. 21): lam = G^-1 (-(A M^-1 (tau - h) + dA/dt v)).
+- Pseudo-impulse (eq. 73-76): P^_J = eps * lam_J(q, v+_J), the impulse the contacts would
+  impart against the continuous forces during an impact of duration eps. It is used only in
+  the mode-selection predicate, never applied to the velocities.
+- Impulse-velocity predicate (eq. 61-65, with 76): J is the post-impact mode iff every i in J
+  has a non-negative effective impulse and every i in scope S but not in J would get a
+  negative one in J + {i}, where the effective impulse is max(P_i, P_i + P^_i) (the
+  pseudo-impulse can keep contacts that the plain impulse would break, never break ones it
+  keeps).
+- Force-acceleration predicate (eq. 43-46): K is the mode after liftoff iff every i in K has
+  lam_i >= 0 and every i in S \\ K has lam_{K+i, i} < 0, judged by the trend (sign just after
+  the event) when the force is zero to tolerance.
+Small scopes enumerate all 2^|S| candidates (Section 4.4); larger ones take a Lemke LCP
+solution of the frictionless normal problem as the candidate, check the exact predicate,
+and repair it by single-contact flips.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Iterable
+
+import numpy as np
+
+from .kernels import constraint_rows, model_terms, solve_mode
+from .lcp import lemke
+
+Mode = frozenset  # of contact indices
+
+
+@dataclass
+class Rows:
+    """Independent constraint rows of a mode: contact index, kind (0 normal, 1 tangential);
+    dropped_t lists the sticking contacts whose tangential row was dependent (dropped)."""
+
+    c: np.ndarray
+    k: np.ndarray
+    dropped_t: tuple = ()
+
+    @property
+    def m(self) -> int:
+        """Number of rows."""
+        return int(self.c.shape[0])
+
+    def normal_row(self, i: int) -> int:
+        """Row index of contact i's normal row, or -1 if it was dropped (dependent)."""
+        hits = np.flatnonzero((self.c == i) & (self.k == 0))
+        return int(hits[0]) if hits.size else -1
+
+
+@dataclass
+class Impact:
+    """A plastic (or restitutive) impact into one candidate mode: v+ (nv), the per-contact normal
+    impulse P (nc, N s; 0 outside the mode) and the pseudo-impulse P^ (nc, N s)."""
+
+    v_plus: np.ndarray
+    P: np.ndarray
+    P_hat: np.ndarray
+
+    def effective(self, i: int) -> float:
+        """Effective normal impulse of contact i for mode selection, N s."""
+        return max(self.P[i], self.P[i] + self.P_hat[i])
+
+
+@dataclass
+class Snapshot:
+    """Everything mode selection needs at one configuration q with velocity v and joint force tau.
+
+    addr/nv/nc: compiled robot functions; stick: (nc) bool, contacts with a tangential row;
+    tau: generalized applied force (nv, N or N m); eps: pseudo-impulse duration (s);
+    tol_p: impulse tolerance (N s); tol_f: force tolerance (N); rank_tol: relative tolerance
+    of the row-dependency test.
+    """
+
+    addr: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    stick: np.ndarray
+    nv: int
+    nc: int
+    eps: float = 0.0
+    tol_p: float = 1e-12
+    tol_f: float = 1e-9
+    rank_tol: float = 1e-9
+    _terms: tuple = field(default=None, repr=False)  # type: ignore[assignment]
+    _rows: dict = field(default_factory=dict, repr=False)
+    _impacts: dict = field(default_factory=dict, repr=False)
+
+    def terms(self, v: np.ndarray | None = None) -> tuple:
+        """(M, h, Jn, Jt, an, at) at (q, v) (v defaults to the snapshot's)."""
+        if v is None:
+            if self._terms is None:
+                self._terms = model_terms(self.addr, self.q, self.v, self.nv, self.nc)
+            return self._terms
+        return model_terms(self.addr, self.q, v, self.nv, self.nc)
+
+    def rows(self, J: Iterable[int]) -> Rows:
+        """Independent rows of mode J: normal rows first (ascending contact), then tangential."""
+        J = Mode(J)
+        if J in self._rows:
+            return self._rows[J]
+        M, _, Jn, Jt, _, _ = self.terms()
+        cand = [(i, 0) for i in sorted(J)] + [(i, 1) for i in sorted(J) if self.stick[i]]
+        L = np.linalg.cholesky(np.linalg.inv(M))  # rows compared in the M^-1 metric
+        basis: list[np.ndarray] = []
+        kept, dropped_t = [], []
+        for i, kind in cand:
+            row = (Jn[i] if kind == 0 else Jt[i]) @ L
+            norm0 = np.linalg.norm(row)
+            r = row.copy()
+            for b in basis:
+                r -= (r @ b) * b
+            if norm0 > 0 and np.linalg.norm(r) > self.rank_tol * norm0:
+                basis.append(r / np.linalg.norm(r))
+                kept.append((i, kind))
+            elif kind == 1:
+                dropped_t.append(i)
+        rows = Rows(np.array([i for i, _ in kept], dtype=np.int64), np.array([k for _, k in kept], dtype=np.int64),
+                    tuple(dropped_t))
+        self._rows[J] = rows
+        return rows
+
+    def forces(self, J: Iterable[int], v: np.ndarray | None = None, q: np.ndarray | None = None) -> np.ndarray:
+        """Normal contact forces (nc, N) of mode J at (q, v); 0 outside J."""
+        return self.forces_nt(J, v, q)[0]
+
+    def forces_nt(self, J: Iterable[int], v: np.ndarray | None = None,
+                  q: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(normal, tangential) contact forces (nc each, N) of mode J at (q, v); 0 outside J
+        and for dropped (dependent) rows."""
+        rows = self.rows(J)
+        if q is None:
+            M, h, Jn, Jt, an, at = self.terms(v)
+        else:
+            M, h, Jn, Jt, an, at = model_terms(self.addr, q, self.v if v is None else v, self.nv, self.nc)
+        A, c = constraint_rows(Jn, Jt, an, at, rows.c, rows.k)
+        _, lam = solve_mode(M, self.tau - h, A, c)
+        fn, ft = np.zeros(self.nc), np.zeros(self.nc)
+        for r in range(rows.m):
+            (fn if rows.k[r] == 0 else ft)[rows.c[r]] = lam[r]
+        return fn, ft
+
+    def accelerations(self, J: Iterable[int], v: np.ndarray) -> np.ndarray:
+        """Accelerations (nv) of mode J at (q, v)."""
+        rows = self.rows(J)
+        M, h, Jn, Jt, an, at = self.terms(v)
+        A, c = constraint_rows(Jn, Jt, an, at, rows.c, rows.k)
+        a, _ = solve_mode(M, self.tau - h, A, c)
+        return a
+
+    def impact(self, J: Iterable[int], restitution: float = 0.0) -> Impact:
+        """Impact from the snapshot's velocity into mode J (see the module docstring)."""
+        J = Mode(J)
+        key = (J, restitution)
+        if key in self._impacts:
+            return self._impacts[key]
+        rows = self.rows(J)
+        M, _, Jn, Jt, an, at = self.terms()
+        A, _ = constraint_rows(Jn, Jt, an, at, rows.c, rows.k)
+        P = np.zeros(self.nc)
+        v_plus = self.v.copy()
+        if rows.m:
+            target = np.zeros(rows.m)
+            if restitution > 0:
+                for r in range(rows.m):
+                    if rows.k[r] == 0:
+                        target[r] = -restitution * min(Jn[rows.c[r]] @ self.v, 0.0)
+            MinvAT = np.linalg.solve(M, A.T)
+            G = A @ MinvAT
+            Prow = np.linalg.solve(G, target - A @ self.v)
+            v_plus = self.v + MinvAT @ Prow
+            for r in range(rows.m):
+                if rows.k[r] == 0:
+                    P[rows.c[r]] = Prow[r]
+        P_hat = self.eps * self.forces(J, v_plus) if self.eps > 0 and rows.m else np.zeros(self.nc)
+        imp = Impact(v_plus, P, P_hat)
+        self._impacts[key] = imp
+        return imp
+
+
+# ---------------------------------------------------------------------------------------
+# impulse-velocity (touchdown) mode selection
+
+
+def iv_violation(snap: Snapshot, S: Mode, J: Mode, restitution: float) -> float:
+    """How far candidate J is from satisfying the impulse-velocity predicate over scope S
+    (0 = satisfied; otherwise the largest violation, N s)."""
+    worst = 0.0
+    imp = snap.impact(J, restitution)
+    rows = snap.rows(J)
+    for i in J:
+        if rows.normal_row(i) < 0:
+            continue  # dependent normal row: carries no impulse of its own
+        worst = max(worst, -imp.effective(i) - snap.tol_p)
+    for i in S - J:
+        alt = snap.impact(J | {i}, restitution)
+        if snap.rows(J | {i}).normal_row(i) < 0:
+            continue
+        worst = max(worst, alt.effective(i) + snap.tol_p)
+    return max(worst, 0.0)
+
+
+def select_impact_mode(snap: Snapshot, S: Mode, restitution: float = 0.0, enumerate_max: int = 8,
+                       stats: dict | None = None) -> Mode:
+    """Post-impact mode J within scope S (active + impacting contacts) by the predicate
+    (enumeration for |S| <= enumerate_max, else Lemke + repair)."""
+    stats = stats if stats is not None else {}
+    if len(S) <= enumerate_max:
+        return _enumerate(S, lambda J: iv_violation(snap, S, J, restitution), stats)
+    stats["lcp_solves"] = stats.get("lcp_solves", 0) + 1
+    cand = _lcp_candidate(snap, S, restitution)
+    return _repair(S, cand, lambda J: iv_violation(snap, S, J, restitution), stats)
+
+
+def _lcp_candidate(snap: Snapshot, S: Mode, restitution: float) -> Mode:
+    """Support of the frictionless normal-impulse LCP solutions, plain and with the pseudo-impulse."""
+    idx = sorted(S)
+    M, h, Jn, _, an, _ = snap.terms()
+    N = Jn[idx]
+    Minv = np.linalg.inv(M)
+    W = N @ Minv @ N.T
+    vn = N @ snap.v
+    q = vn + restitution * np.minimum(vn, 0.0)
+    chosen = set()
+    for qq in (q, q + snap.eps * (N @ Minv @ (snap.tau - h) + an[idx])) if snap.eps > 0 else (q,):
+        z = lemke(W, qq)
+        if z is None:
+            continue
+        w = W @ z + qq
+        scale = max(1e-300, np.abs(z).max(initial=0.0))
+        chosen |= {idx[k] for k in range(len(idx)) if z[k] > 1e-12 * max(1.0, scale)
+                   or abs(w[k]) <= 1e-12 * max(1.0, np.abs(qq).max())}
+    return Mode(chosen)
+
+
+# ---------------------------------------------------------------------------------------
+# force-acceleration (liftoff) mode selection
+
+
+def fa_violation(snap: Snapshot, S: Mode, K: Mode, nudge: float) -> float:
+    """How far candidate K is from satisfying the force-acceleration predicate over scope S (N)."""
+    worst = 0.0
+    lam = _trending_forces(snap, K, nudge)
+    for i in K:
+        if snap.rows(K).normal_row(i) >= 0:
+            worst = max(worst, -lam[i] - snap.tol_f)
+    for i in S - K:
+        if snap.rows(K | {i}).normal_row(i) < 0:
+            continue
+        alt = _trending_forces(snap, K | {i}, nudge)
+        worst = max(worst, alt[i] + snap.tol_f)
+    return max(worst, 0.0)
+
+
+def _trending_forces(snap: Snapshot, K: Mode, nudge: float) -> np.ndarray:
+    """Forces of mode K at the snapshot; a force within tolerance of zero is replaced by its value
+    a short time `nudge` (s) later along K's own flow (its trend, Definition 1 of seed 001)."""
+    lam = snap.forces(K)
+    small = [i for i in K if abs(lam[i]) <= snap.tol_f]
+    if small and nudge > 0:
+        a = snap.accelerations(K, snap.v)
+        q2 = snap.q + nudge * snap.v + 0.5 * nudge**2 * a
+        v2 = snap.v + nudge * a
+        later = snap.forces(K, v=v2, q=q2)
+        for i in small:
+            lam[i] = later[i] if abs(later[i]) > 0 else lam[i]
+    return lam
+
+
+def select_liftoff_mode(snap: Snapshot, S: Mode, enumerate_max: int = 8, nudge: float = 1e-6,
+                        stats: dict | None = None) -> Mode:
+    """Mode K within scope S (active + touching-at-rest contacts) that satisfies the
+    force-acceleration predicate (enumeration, or greedy repair from S beyond enumerate_max)."""
+    stats = stats if stats is not None else {}
+    if len(S) <= enumerate_max:
+        return _enumerate(S, lambda K: fa_violation(snap, S, K, nudge), stats)
+    lam = _trending_forces(snap, S, nudge)
+    cand = Mode(i for i in S if lam[i] >= -snap.tol_f)
+    return _repair(S, cand, lambda K: fa_violation(snap, S, K, nudge), stats)
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _enumerate(S: Mode, violation, stats: dict) -> Mode:
+    """The candidate subset of S with zero violation (largest first); the least violating
+    candidate if none satisfies the predicate (counted in stats['predicate_fallbacks'])."""
+    best, best_v = None, np.inf
+    idx = sorted(S)
+    for size in range(len(idx), -1, -1):
+        for J in combinations(idx, size):
+            J = Mode(J)
+            viol = violation(J)
+            if viol == 0.0:
+                return J
+            if viol < best_v:
+                best, best_v = J, viol
+    stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
+    return best if best is not None else Mode()
+
+
+def _repair(S: Mode, cand: Mode, violation, stats: dict, max_rounds: int = 50) -> Mode:
+    """Single-contact flips from `cand` while they reduce the predicate violation."""
+    J, viol = cand, violation(cand)
+    for _ in range(max_rounds):
+        if viol == 0.0:
+            return J
+        best, best_v = None, viol
+        for i in sorted(S):
+            Jf = J - {i} if i in J else J | {i}
+            vf = violation(Jf)
+            if vf < best_v:
+                best, best_v = Jf, vf
+        if best is None:
+            break
+        J, viol = best, best_v
+    if viol > 0.0:
+        stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
+    return J

@@ -1,0 +1,460 @@
+"""Event-driven rigid-contact simulator (seed 001's self-manipulation hybrid system) as a plant.
+
+    plant = HybridPlant(get_robot("block"), pseudo_impulse=0.0)
+    state = plant.reset(q0, v0)
+    state = plant.step(JointCommand.zero(model.nu), 0.01)   # any dt; events inside are exact
+    plant.events, plant.stats
+
+Execution (Section 4.4 of seed 001): in the current mode J (set of active contacts) integrate
+the index-reduced constrained dynamics with DOP853 (scipy's solve_ivp; the right-hand side is
+a numba kernel over the robot's generated C functions) until a guard:
+- touchdown: the gap of an inactive contact crosses zero while approaching (terminal event);
+- liftoff: the normal force of an active contact crosses zero downward (terminal event).
+At a touchdown the post-impact mode comes from the impulse-velocity predicate over the active
+plus impacting contacts, with the pseudo-impulse in the predicate only, and the plastic
+impact map into it is applied; at a liftoff the force-acceleration predicate picks the new
+mode. After every segment the state is projected back onto the mode's constraints
+(post-stabilization of the index-reduced DAE). Zeno protection: when impact times accumulate
+(a run of geometrically shrinking intervals whose extrapolated remaining time is below
+`zeno_horizon`, or two impacts closer than `zeno_min_interval`), the execution is completed
+into the mode of the accumulating contacts (plastic impact into it), as the Zeno limit
+(Corollary 1 of seed 001) prescribes; a hard cap on transitions per step guarantees return.
+Friction (Assumption A12 of seed 001): an active contact with mu > 0 sticks (normal and
+tangential rows); when its tangential force leaves the Coulomb cone |ft| <= mu fn (a third
+kind of guard, "slip") it becomes a sliding contact without kinetic friction (normal row only)
+until it leaves the ground; there are no slide-to-stick transitions, but a contact that
+touches down anew sticks again.
+The joint impedance law of the plant protocol is evaluated continuously inside the flow.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from robots import numeric
+from robots.model import RobotModel, check_vector
+from sim.protocol import JointCommand, PlantState, actuated_joints
+
+from .cfun import address_table
+from .kernels import constraint_values, contact_gaps, contact_points, joint_torque, mode_rhs, model_terms, \
+    project_state
+from .modes import Mode, Snapshot, select_impact_mode, select_liftoff_mode
+from .options import HybridOptions
+
+
+@dataclass
+class HybridEvent:
+    """One discrete transition.
+
+    t: time, s. kind: "touchdown", "liftoff", "slip" (stick to slide), "zeno" (completion) or
+    "reset".
+    contacts: the contacts that triggered it. mode_before / mode_after: active contact sets
+    (sorted tuples of contact indices). v_minus / v_plus: generalized velocity before / after.
+    impulse: normal impulse per contact (nc, N s; zeros for liftoffs). q: configuration.
+    """
+
+    t: float
+    kind: str
+    contacts: tuple
+    mode_before: tuple
+    mode_after: tuple
+    v_minus: np.ndarray
+    v_plus: np.ndarray
+    impulse: np.ndarray
+    q: np.ndarray
+
+    @property
+    def changed_mode(self) -> bool:
+        """Whether the active contact set changed."""
+        return self.mode_before != self.mode_after
+
+
+class HybridPlant:
+    """Event-driven rigid-body simulator with unilateral contacts, implementing the plant protocol.
+
+    Args:
+        model: a planar RobotModel (contacts are its rigid unilateral constraints).
+        options: HybridOptions; keyword overrides (e.g. pseudo_impulse=0.0, restitution=0.5)
+            replace its fields and are validated here, once.
+    Attributes:
+        events: list of HybridEvent since the last reset.
+        stats: counters (touchdowns, liftoffs, zeno completions, mode changes, segments,
+            rhs evaluations, predicate fallbacks, LCP solves).
+    """
+
+    def __init__(self, model: RobotModel, *, options: HybridOptions | None = None, **overrides) -> None:
+        self.model = model
+        try:
+            self.options = replace(options or HybridOptions(), **overrides)
+        except TypeError as exc:
+            raise ValueError(f"HybridPlant: unknown option ({exc}); see HybridOptions") from exc
+        self.fns = numeric(model, verbose=False)
+        self.addr = address_table(self.fns)
+        self.joints = actuated_joints(model)
+        self.u_max = np.array(model.u_max, dtype=float)
+        self.nq, self.nv, self.nc = model.nq, model.nv, model.nc
+        stick = [c.mu > 0 and self.options.friction == "stick" for c in model.contacts]
+        self.stick = np.array(stick, dtype=bool)
+        self._cmd = JointCommand.zero(model.nu).validated(model)
+        self._t: float | None = None
+        self.events: list[HybridEvent] = []
+        self.stats: dict = {}
+
+    # ------------------------------------------------------------------ protocol
+
+    def reset(self, q, v=None, t: float = 0.0) -> PlantState:
+        """Set the state (q in m/rad, v in m/s, rad/s, t in s) and return it. Contacts touching the
+        ground start active if their forces say so (force-acceleration predicate); touching
+        contacts that approach get a plastic impact first. Raises ValueError on bad input or a
+        penetrating configuration."""
+        q = check_vector(self.model, "q", q, self.nq).copy()
+        v = np.zeros(self.nv) if v is None else check_vector(self.model, "v", v, self.nv).copy()
+        if not (isinstance(t, (int, float)) and math.isfinite(t)):
+            raise ValueError(f"{self.model.name}: t must be a finite number of seconds, got {t!r}")
+        gaps = contact_gaps(self.addr, q, self.nc)
+        bad = np.flatnonzero(gaps < -max(self.options.gap_tol, 1e-9))
+        if bad.size:
+            names = ", ".join(f"{self.model.contacts[i].name} (gap {gaps[i]:.3g} m)" for i in bad)
+            raise ValueError(f"{self.model.name}: q penetrates the ground at {names}; start on or above it")
+        self._t, self._q, self._v = float(t), q, v
+        self._mode: Mode = Mode()
+        self._sliding: set[int] = set()
+        self._set_mode(Mode())
+        self.events = []
+        self.stats = {k: 0 for k in ("touchdowns", "liftoffs", "slips", "zeno", "mode_changes", "segments",
+                                     "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations")}
+        self._impact_times: list[float] = []
+        self._resolve("reset")
+        return self.state()
+
+    def step(self, command: JointCommand, dt: float) -> PlantState:
+        """Advance dt seconds under `command` (held; impedance law evaluated continuously)."""
+        if self._t is None:
+            raise RuntimeError(f"{self.model.name}: call reset() before step()")
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
+            raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
+        self._cmd = command.validated(self.model)
+        return self.advance(self._t + float(dt))
+
+    def advance(self, t_end: float) -> PlantState:
+        """Integrate to time t_end (s) under the current command; returns the state there."""
+        transitions, stalled, t_last = 0, 0, self._t
+        self._resolve("command")
+        while self._t < t_end:
+            event = self._segment(t_end)
+            if event is None:
+                break
+            transitions += 1
+            stalled = stalled + 1 if self._t <= t_last else 0
+            t_last = self._t
+            if transitions > self.options.max_transitions_per_step or stalled > 50:
+                why = "events repeat without time advancing" if stalled > 50 else \
+                    f"more than {self.options.max_transitions_per_step} transitions in one step"
+                raise RuntimeError(
+                    f"{self.model.name}: {why} at t={self._t:.9g} s (mode {sorted(self._mode)}, last guard "
+                    f"{event[0]} of contact {event[1]}): the contact problem has no consistent mode here; "
+                    "raise max_transitions_per_step or zeno_horizon if it is an accumulation of impacts")
+            self._resolve(event[0])
+        return self.state()
+
+    def state(self) -> PlantState:
+        """The current PlantState (copies): contact = active mode, force = (normal, tangential) in N."""
+        tau, gen = self._torque(self._q, self._v)
+        force = np.zeros((self.nc, 2))
+        if self._rows_c.size:
+            _, lam = mode_rhs(self.addr, np.concatenate([self._q, self._v]), self.joints, self.u_max,
+                              *self._cmd_arrays(), self._rows_c, self._rows_k, self.nv, self.nc)
+            for r in range(self._rows_c.size):
+                force[self._rows_c[r], self._rows_k[r]] = lam[r]
+        contact = np.zeros(self.nc, dtype=bool)
+        contact[list(self._mode)] = True
+        return PlantState(self._t, self._q.copy(), self._v.copy(), contact, force, tau)
+
+    @property
+    def mode(self) -> tuple:
+        """The active contact set (sorted contact indices)."""
+        return tuple(sorted(self._mode))
+
+    def energy(self) -> float:
+        """Total mechanical energy T + V of the current state, J."""
+        T, V = self.fns.energy(self._q, self._v)
+        return T + V
+
+    # ------------------------------------------------------------------ internals
+
+    def _cmd_arrays(self) -> tuple:
+        c = self._cmd
+        return c.tau_ff, c.q_des, c.v_des, c.kp, c.kd
+
+    def _torque(self, q, v):
+        return joint_torque(q, v, self.joints, self.u_max, *self._cmd_arrays(), self.nv)
+
+    def _snapshot(self, q=None, v=None) -> Snapshot:
+        q = self._q if q is None else q
+        v = self._v if v is None else v
+        _, gen = self._torque(q, v)
+        M, h, *_ = model_terms(self.addr, q, v, self.nv, self.nc)
+        scale_f = float(np.abs(h).max() + np.abs(gen).max()) + 1e-12
+        scale_p = float(np.abs(M @ v).max()) + 1e-3 * scale_f
+        return Snapshot(self.addr, q.copy(), v.copy(), gen, self._stick_mask(), self.nv, self.nc,
+                        eps=self.options.pseudo_impulse, tol_p=1e-10 * scale_p, tol_f=1e-9 * scale_f)
+
+    def _set_mode(self, J: Mode, snap: Snapshot | None = None) -> None:
+        """Make J the active mode: independent rows, anchors and friction-cone groups of the
+        sticking rows, projection onto the constraints."""
+        self._mode = Mode(J)
+        self._sliding &= set(J)
+        self._cones: list[tuple[int, np.ndarray, np.ndarray]] = []
+        if not J:
+            self._rows_c = np.zeros(0, dtype=np.int64)
+            self._rows_k = np.zeros(0, dtype=np.int64)
+            self._anchors = np.zeros(0)
+            return
+        snap = self._snapshot() if snap is None or snap.stick.tolist() != self._stick_mask().tolist() else snap
+        rows = snap.rows(J)
+        self._rows_c, self._rows_k = rows.c.copy(), rows.k.copy()
+        pts = contact_points(self.addr, self._q, self.nc)
+        self._anchors = np.array([pts[c, 0] if k == 1 else 0.0 for c, k in zip(self._rows_c, self._rows_k)])
+        # Coulomb cone of each kept tangential row: its own normal force plus those of sticking
+        # contacts whose (parallel) tangential rows were dropped as redundant share the load.
+        _, _, _, Jt, _, _ = snap.terms()
+        normal_row = {int(c): r for r, (c, k) in enumerate(zip(self._rows_c, self._rows_k)) if k == 0}
+        for r, (c, k) in enumerate(zip(self._rows_c, self._rows_k)):
+            if k != 1:
+                continue
+            group = [int(c)] + [j for j in rows.dropped_t
+                                if abs(abs(Jt[j] @ Jt[c]) - np.linalg.norm(Jt[j]) * np.linalg.norm(Jt[c]))
+                                <= 1e-9 * np.linalg.norm(Jt[j]) * np.linalg.norm(Jt[c])]
+            group = [j for j in group if j in normal_row]
+            self._cones.append((r, np.array([normal_row[j] for j in group], dtype=np.int64),
+                                np.array([self.model.contacts[j].mu for j in group])))
+        self._project()
+
+    def _stick_mask(self) -> np.ndarray:
+        stick = self.stick.copy()
+        stick[list(self._sliding)] = False
+        return stick
+
+    def _cone_margins(self, lam: np.ndarray) -> list[tuple[int, float, float]]:
+        """(contact, mu fn - ft, mu fn + ft) per sticking row for mode forces `lam` (N)."""
+        out = []
+        for r, nrows, mus in self._cones:
+            cap = float(mus @ lam[nrows])
+            out.append((int(self._rows_c[r]), cap - lam[r], cap + lam[r]))
+        return out
+
+    def _project(self) -> None:
+        if self._rows_c.size:
+            self._q, self._v = project_state(self.addr, self._q, self._v, self._rows_c, self._rows_k,
+                                             self._anchors, self.nv, self.nc, 3)
+
+    def _segment(self, t_end: float):
+        """Integrate the current mode to t_end or the first guard; returns (kind, index) or None."""
+        self.stats["segments"] += 1
+        nv, nc = self.nv, self.nc
+        args = (self.joints, self.u_max, *self._cmd_arrays(), self._rows_c, self._rows_k, nv, nc)
+        cache = {"key": None}
+
+        def evaluate(x):
+            key = x.tobytes()
+            if cache["key"] != key:
+                self.stats["rhs_evals"] += 1
+                xdot, lam = mode_rhs(self.addr, np.ascontiguousarray(x), *args)
+                cache.update(key=key, xdot=xdot, lam=lam, gaps=None)
+            return cache
+
+        def rhs(t, x):
+            return evaluate(x)["xdot"]
+
+        def gap_of(x):
+            c = evaluate(x)
+            if c["gaps"] is None:
+                c["gaps"] = contact_gaps(self.addr, np.ascontiguousarray(x[:nv]), nc)
+            return c["gaps"]
+
+        events, labels = [], []
+        for i in range(nc):
+            if i not in self._mode:
+                ev = (lambda i: lambda t, x: gap_of(x)[i])(i)
+                ev.terminal, ev.direction = True, -1
+                events.append(ev)
+                labels.append(("touchdown", i))
+        for r in range(self._rows_c.size):
+            if self._rows_k[r] == 0:
+                ev = (lambda r: lambda t, x: evaluate(x)["lam"][r])(r)
+                ev.terminal, ev.direction = True, -1
+                events.append(ev)
+                labels.append(("liftoff", int(self._rows_c[r])))
+        for r, nrows, mus in self._cones:
+            for sign in (-1.0, 1.0):
+                ev = (lambda r, nrows, mus, sign: lambda t, x: float(mus @ evaluate(x)["lam"][nrows])
+                      + sign * evaluate(x)["lam"][r])(r, nrows, mus, sign)
+                ev.terminal, ev.direction = True, -1
+                events.append(ev)
+                labels.append(("slip", int(self._rows_c[r])))
+        x0 = np.concatenate([self._q, self._v])
+        sol = solve_ivp(rhs, (self._t, t_end), x0, method="DOP853", rtol=self.options.rtol,
+                        atol=self.options.atol, max_step=self.options.max_step, events=events or None,
+                        first_step=self._first_step(evaluate(x0)["xdot"], t_end))
+        if sol.status < 0:
+            raise RuntimeError(f"{self.model.name}: integration failed at t={sol.t[-1]:.9g} s: {sol.message}")
+        x = sol.y[:, -1]
+        self._t = float(sol.t[-1]) if sol.status == 1 else float(t_end)
+        self._q, self._v = x[:nv].copy(), x[nv:].copy()
+        self._project()
+        if sol.status != 1:
+            return None
+        hits = [labels[k] for k in range(len(events)) if sol.t_events[k].size]
+        return hits[0] if hits else None
+
+    def _first_step(self, xdot: np.ndarray, t_end: float) -> float | None:
+        """A first step short enough not to jump over a whole excursion of a contact that starts
+        at zero gap and separates (its event function starts at 0, so a step containing the
+        lift and the return would show no sign change): a quarter of the ballistic estimate
+        2 gdot / (-gddot) of its flight time. None (scipy's choice) when no such contact."""
+        nv = self.nv
+        gaps = contact_gaps(self.addr, self._q, self.nc)
+        _, _, Jn, _, an, _ = model_terms(self.addr, self._q, self._v, nv, self.nc)
+        step = math.inf
+        for i in range(self.nc):
+            if i in self._mode or abs(gaps[i]) > self.options.gap_tol:
+                continue
+            gdot = Jn[i] @ self._v
+            gddot = Jn[i] @ xdot[nv:] + an[i]
+            if gdot > 0 and gddot < 0:
+                step = min(step, 0.5 * gdot / -gddot)
+        if not math.isfinite(step):
+            return None
+        return max(min(step, t_end - self._t), 1e-14 * max(1.0, abs(self._t)))
+
+    def _resolve(self, cause: str) -> None:
+        """Apply impacts and liftoffs at the current instant until the mode is consistent."""
+        opts = self.options
+        for _ in range(4 * max(self.nc, 1) + 4):
+            q, v = self._q, self._v
+            gaps = contact_gaps(self.addr, q, self.nc)
+            _, _, Jn, _, _, _ = model_terms(self.addr, q, v, self.nv, self.nc)
+            gdot = Jn @ v if self.nc else np.zeros(0)
+            touching = {i for i in range(self.nc) if gaps[i] <= opts.gap_tol}
+            impacting = Mode(i for i in touching - self._mode if gdot[i] < -opts.velocity_tol)
+            if impacting:
+                self._impact(impacting)
+                continue
+            resting = Mode(i for i in touching - self._mode if abs(gdot[i]) <= opts.velocity_tol)
+            snap = self._snapshot()
+            lam = snap.forces(self._mode) if self._mode else np.zeros(self.nc)
+            if not resting and all(lam[i] > snap.tol_f for i in self._mode if snap.rows(self._mode).normal_row(i) >= 0):
+                if self._slip_if_outside_cone(snap):
+                    continue
+                return
+            S = self._mode | resting
+            K = select_liftoff_mode(snap, S, opts.enumerate_max, opts.fa_nudge, self.stats)
+            if K == self._mode:
+                return
+            before = self.mode
+            self._set_mode(K, snap)
+            dropped = tuple(sorted(self._mode.symmetric_difference(before)))
+            kind = "reset" if cause == "reset" else ("liftoff" if not K >= Mode(before) else "touchdown")
+            self._record(kind, dropped, before, v, self._v, np.zeros(self.nc))
+            if cause != "reset" and len(K) < len(before):
+                self.stats["liftoffs"] += 1
+        self.stats["predicate_fallbacks"] += 1  # the resolve loop did not settle
+
+    def _slip_if_outside_cone(self, snap: Snapshot) -> bool:
+        """Stick-to-slide transition of contacts whose tangential force is outside the Coulomb
+        cone (judged by the trend when on its boundary). Returns whether anything changed."""
+        if not self._cones:
+            return False
+        x = np.concatenate([self._q, self._v])
+        _, lam = mode_rhs(self.addr, x, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
+                          self._rows_k, self.nv, self.nc)
+        margins = self._cone_margins(lam)
+        tol = snap.tol_f
+        if all(min(a, b) > tol for _, a, b in margins):
+            return False
+        if any(min(a, b) < -tol for _, a, b in margins):
+            bad = [c for c, a, b in margins if min(a, b) < -tol]
+        else:  # on the boundary: look a moment ahead along the mode's flow
+            xdot, _ = mode_rhs(self.addr, x, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
+                               self._rows_k, self.nv, self.nc)
+            x2 = x + self.options.fa_nudge * xdot
+            _, lam2 = mode_rhs(self.addr, x2, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
+                               self._rows_k, self.nv, self.nc)
+            bad = [c for (c, a, b), (_, a2, b2) in zip(margins, self._cone_margins(lam2))
+                   if min(a, b) <= tol and min(a2, b2) < min(a, b)]
+        if not bad:
+            return False
+        before = self.mode
+        self._sliding |= set(bad)
+        self._set_mode(self._mode)
+        self.stats["slips"] += len(bad)
+        self._record("slip", tuple(sorted(bad)), before, self._v, self._v, np.zeros(self.nc))
+        return True
+
+    def _impact(self, impacting: Mode) -> None:
+        """Touchdown of `impacting` contacts: Zeno check, mode selection, impact map."""
+        opts = self.options
+        self.stats["touchdowns"] += 1
+        self._impact_times.append(self._t)
+        before, v_minus = self.mode, self._v.copy()
+        snap = self._snapshot()
+        if self._zeno():
+            recent = {c for ev in self.events[-2 * opts.zeno_window - 2:] for c in ev.contacts}
+            gaps = contact_gaps(self.addr, self._q, self.nc)
+            J = self._mode | impacting | Mode(i for i in recent if gaps[i] <= opts.zeno_gap)
+            imp = snap.impact(J, 0.0)
+            self._v = imp.v_plus
+            self._set_mode(J)
+            self.stats["zeno"] += 1
+            self._impact_times.clear()
+            self._record("zeno", tuple(sorted(impacting)), before, v_minus, self._v, imp.P)
+            return
+        S = self._mode | impacting
+        J = select_impact_mode(snap, S, opts.restitution, opts.enumerate_max, self.stats)
+        imp = snap.impact(J, opts.restitution)
+        self._count_impact_cone_violations(snap, J, imp.v_plus)
+        self._v = imp.v_plus
+        _, _, Jn, _, _, _ = model_terms(self.addr, self._q, self._v, self.nv, self.nc)
+        flow = Mode(i for i in J if Jn[i] @ self._v <= opts.velocity_tol)  # restitution: separating contacts leave
+        self._set_mode(flow, None)
+        self._record("touchdown", tuple(sorted(impacting)), before, v_minus, self._v, imp.P)
+
+    def _count_impact_cone_violations(self, snap: Snapshot, J: Mode, v_plus: np.ndarray) -> None:
+        """Count impacts whose sticking tangential impulse exceeds mu times the normal one (the
+        impact is still resolved as sticking, as Assumption A12 prescribes)."""
+        rows = snap.rows(J)
+        if not np.any(rows.k == 1):
+            return
+        M, _, Jn, Jt, _, _ = snap.terms()
+        A = np.array([Jn[c] if k == 0 else Jt[c] for c, k in zip(rows.c, rows.k)])
+        P = np.linalg.lstsq(A.T, M @ (v_plus - snap.v), rcond=None)[0]
+        Pn = {int(c): P[r] for r, (c, k) in enumerate(zip(rows.c, rows.k)) if k == 0}
+        for r, (c, k) in enumerate(zip(rows.c, rows.k)):
+            share = Pn.get(int(c), 0.0) + sum(Pn.get(j, 0.0) for j in rows.dropped_t)
+            if k == 1 and abs(P[r]) > self.model.contacts[c].mu * share * (1 + 1e-9) + snap.tol_p:
+                self.stats["impact_cone_violations"] += 1
+
+    def _zeno(self) -> bool:
+        """Whether the recorded impact times accumulate (see the module docstring)."""
+        opts, ts = self.options, self._impact_times
+        if len(ts) >= 2 and ts[-1] - ts[-2] < opts.zeno_min_interval:
+            return True
+        w = int(opts.zeno_window)
+        if len(ts) < w + 2:
+            return False
+        d = np.diff(ts[-(w + 2):])
+        if not np.all(d[1:] < d[:-1]) or d[-1] <= 0:
+            return False
+        r = d[-1] / d[-2]
+        return d[-1] * r / (1.0 - r) < opts.zeno_horizon
+
+    def _record(self, kind, contacts, before, v_minus, v_plus, impulse) -> None:
+        ev = HybridEvent(self._t, kind, tuple(int(c) for c in contacts), tuple(before), self.mode,
+                         np.array(v_minus, dtype=float), np.array(v_plus, dtype=float), np.array(impulse, dtype=float),
+                         self._q.copy())
+        self.events.append(ev)
+        if ev.changed_mode:
+            self.stats["mode_changes"] += 1
