@@ -136,13 +136,17 @@ class HybridPlant:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
             raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
-        self._cmd = command.validated(self.model)
+        cmd = command.validated(self.model)
+        changed = any(not np.array_equal(getattr(cmd, f), getattr(self._cmd, f))
+                      for f in ("tau_ff", "q_des", "v_des", "kp", "kd"))
+        self._cmd = cmd
+        if changed:
+            self._resolve("command")  # e.g. a thrust above the weight lifts a contact at once
         return self.advance(self._t + float(dt))
 
     def advance(self, t_end: float) -> PlantState:
         """Integrate to time t_end (s) under the current command; returns the state there."""
         transitions, stalled, t_last = 0, 0, self._t
-        self._resolve("command")
         while self._t < t_end:
             event = self._segment(t_end)
             if event is None:
