@@ -7,7 +7,9 @@ face passes through its centre, so its height above spring i is z + tan(theta) (
 the contact gap is phi_i = z + tan(theta) (x_si - x) - L0 (the paper's flight-stance event is
 h_i = -phi_i). The plate is assumed long enough to stay above every spring.
 Our choice of numbers: 1 kg, 2.4 m long plate (I = m L^2 / 12), springs over [-1, 1] m,
-k = 100 N/m and b = 1 N s/m per spring, L0 = 1 m.
+L0 = 1 m, and identical springs whose total stiffness and damping do not depend on N:
+k = 1000 / N N/m and b = 60 / N N s/m each (about critically damped for the plate). (With a fixed 100 N/m per spring, 40 springs
+throw the frictionless plate sideways off the bed, breaking the paper's assumption.)
 """
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ import numpy as np
 from ..model import Contact
 from ..planar import Body, Joint, PlanarTree, build_planar_robot
 
-PARAMS = {"n_springs": 4, "m": 1.0, "length": 2.4, "half_span": 1.0, "k": 100.0, "b": 1.0, "L0": 1.0,
-          "g": 9.81, "tip_radius": 0.01}
+PARAMS = {"n_springs": 4, "m": 1.0, "length": 2.4, "half_span": 1.0, "k_total": 1000.0, "b_total": 60.0,
+          "L0": 1.0, "g": 9.81, "tip_radius": 0.01}
 
 
 def spring_positions(n_springs: int, half_span: float) -> np.ndarray:
@@ -36,12 +38,15 @@ def build(n_springs: int | None = None, **overrides):
         raise ValueError(f"plate_springs: n_springs must be an integer >= 1, got {n!r}")
     xs = spring_positions(int(n), p["half_span"])
     r = p["tip_radius"]
+    # MuJoCo's soft contact as the same spring-damper: negative solref is (stiffness, damping)
+    # per unit effective mass; at rest each of the N springs carries m / N of the plate.
+    k_acc, b_acc = p["k_total"] / p["m"], p["b_total"] / p["m"]
     tips = tuple(
         f'<geom name="tip{i}" type="sphere" size="{r!r}" pos="{float(x)!r} 0 {p["L0"] - r!r}" contype="0"'
-        f' conaffinity="1" condim="1"/>'
+        f' conaffinity="1" condim="1" solref="{-k_acc!r} {-b_acc!r}" solimp="0.99 0.99 0.001"/>'
         for i, x in enumerate(xs)
     )
-    half_h = 0.005
+    half_h = 0.1  # thick enough that a 6 m/s impact cannot tunnel through in one 2 ms MuJoCo step
     tree = PlanarTree(
         name="plate_springs",
         bodies=(Body("plate", None, (0.0, 0.0),
@@ -58,7 +63,7 @@ def build(n_springs: int | None = None, **overrides):
         x, z, theta = q[0], q[1], q[2]
         return [
             Contact(f"spring{i}", ca.vertcat(xi, z + ca.tan(theta) * (xi - x)), ground_height=p["L0"],
-                    mu=0.0, stiffness=p["k"], damping=p["b"], radius=r)
+                    mu=0.0, stiffness=p["k_total"] / n, damping=p["b_total"] / n, radius=r)
             for i, xi in enumerate(xs)
         ]
 

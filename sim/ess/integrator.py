@@ -87,7 +87,7 @@ class GuardState:
 @dataclass
 class EssResult:
     """Outcome of `integrate`: final time t (s) and state x, states at t_eval (x_eval), the
-    guard state, and counters (steps, rejects, projections, f evaluations, located events)."""
+    guard state, and counters (kernel.STAT_NAMES)."""
 
     t: float
     x: np.ndarray
@@ -123,6 +123,7 @@ def integrate(
     live_min: float = 1e-12,
     on_violation: str = "raise",
     max_events: int = 100_000,
+    max_steps: int = 10_000_000,
 ) -> EssResult:
     """Integrate the ESS `system` from (t0, x0) to tf.
 
@@ -131,6 +132,7 @@ def integrate(
     from a previous call (default: from the signs of h(x0)). rtol/atol: Dormand-Prince error
     tolerances; h0: first step (s); h_max: largest step (s). on_violation: "raise" a
     LivenessError, or "locate" the guard's crossing exactly instead of projecting.
+    max_events, max_steps: per-call budgets; exceeding one raises EssIntegrationError.
     """
     x = np.array(x0, dtype=np.float64).ravel()
     if x.shape != (system.n,):
@@ -158,12 +160,11 @@ def integrate(
     t, status, guard = K.ess_integrate(
         system.f, system.h, system.Dh, system.ctx, x, float(t0), float(tf), p_arr,
         guards.sigma, guards.armed, guards.pending, guards.parked, system.reset_matrix(), eps_arr,
-        system.paper_rule, rtol, atol, np.array([h0]), h_max, live_min, _VIOLATION[on_violation],
-        max_events, te, x_eval, np.zeros(1, dtype=np.int64), stats,
+        system.paper_rule, rtol, atol, np.array([h0, 1e-4]), h_max, live_min, _VIOLATION[on_violation],
+        max_events, max_steps, te, x_eval, np.zeros(1, dtype=np.int64), stats,
     )
     if status == K.LIVENESS:
         raise LivenessError(guard, t, x)
     if status != K.OK:
         raise EssIntegrationError(f"{system.name}: {K.STATUS_TEXT[status]} at t={t:.9g}, x={x}")
-    names = ("steps", "rejects", "projections", "f_evals", "located")
-    return EssResult(t, x, x_eval, guards, dict(zip(names, stats.tolist())))
+    return EssResult(t, x, x_eval, guards, dict(zip(K.STAT_NAMES, stats.tolist())))

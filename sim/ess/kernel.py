@@ -13,7 +13,8 @@ Loop until tf:
    projections resolve near-simultaneous crossings one guard at a time.
 3. Re-arming. Guard reset matrix R: crossing guard j makes every guard k with R[j, k]
    *pending* (sigma_k = -1); a pending guard becomes armed once h_k < -eps_k (hysteresis: it
-   must first leave the band). With `paper_rule` (the paper's Listing 1), instead: while no
+   must first leave the band). A pending guard that reaches zero before that (a grazing
+   contact) is located exactly on the dense output and crossed there. With `paper_rule` (the paper's Listing 1), instead: while no
    guard is armed, integration runs until *any* guard enters its band from below; then every
    guard with h_k < 0 is armed. (At the end of a call with nothing armed, guards with
    h_k < -eps_k are armed, so calls can be chained.) The vector field still reads sigma,
@@ -37,17 +38,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-OK, LIVENESS, TOO_MANY_EVENTS, STEP_UNDERFLOW, NON_FINITE = 0, 1, 2, 3, 4
+OK, LIVENESS, TOO_MANY_EVENTS, STEP_UNDERFLOW, NON_FINITE, TOO_MANY_STEPS = 0, 1, 2, 3, 4, 5
 STATUS_TEXT = {
     OK: "ok",
     LIVENESS: "liveness violated: the vector field does not push through a guard inside its band",
     TOO_MANY_EVENTS: "too many events in one call (Zeno-like accumulation)",
     STEP_UNDERFLOW: "step size underflow",
     NON_FINITE: "non-finite state",
+    TOO_MANY_STEPS: "step budget exhausted (the step size collapsed: a singular or runaway state?)",
 }
 # stats slots
-S_STEPS, S_REJECTS, S_PROJECTIONS, S_FEVALS, S_LOCATED = 0, 1, 2, 3, 4
-N_STATS = 5
+# located: band entries and zero crossings found on the dense output; exact_crossings: guards
+# crossed by exact location instead of projection (liveness fallback or grazing contact)
+S_STEPS, S_REJECTS, S_PROJECTIONS, S_FEVALS, S_LOCATED, S_EXACT = 0, 1, 2, 3, 4, 5
+N_STATS = 6
+STAT_NAMES = ("steps", "rejects", "projections", "f_evals", "located", "exact_crossings")
 
 # Dormand-Prince 5(4) coefficients (Hairer, Norsett & Wanner, Solving ODEs I, II.5)
 C2, C3, C4, C5 = 1.0 / 5.0, 3.0 / 10.0, 4.0 / 5.0, 8.0 / 9.0
@@ -85,12 +90,14 @@ def _err_norm(x, xn, err, rtol, atol):
 
 @njit(cache=True)
 def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, paper_rule,
-                  rtol, atol, hstep, h_max, live_min, on_violation, max_events,
+                  rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps,
                   t_eval, x_eval, eval_pos, stats):
     """Integrate from (t, x) to tf in place (see module docstring).
 
-    x (n), sigma (m, +-1.0), armed/pending/parked (m, bool) and hstep (1: step size to try, s)
-    are updated in place so that a following call continues seamlessly. reset is the m x m
+    x (n), sigma (m, +-1.0), armed/pending/parked (m, bool) and hstep (2: step size to try in s,
+    previous error norm)
+    are updated in place so that a following call continues seamlessly. At most max_events
+    projections/located events and max_steps step attempts are made per call. reset is the m x m
     bool guard reset matrix, eps the band width per guard. States at the times t_eval[k]
     (ascending) are written into x_eval[k] starting at eval_pos[0], which advances.
     Returns (t reached, status code, guard index or -1).
@@ -115,11 +122,16 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
     xw = np.empty(n)
     k1_valid = False
     events = 0
+    attempts = 0
+    err_prev = hstep[1:2]  # previous accepted error norm, kept with the step size between calls
     n_eval = t_eval.shape[0]
+    hv_valid = False  # hv holds h(x) (reused from the end of the previous step)
     while t < tf:
         if not np.all(np.isfinite(x)):
             return t, NON_FINITE, -1
-        h(x, p, ctx, hv)
+        if not hv_valid:
+            h(x, p, ctx, hv)
+        hv_valid = False
         in_band = False
         for k in range(m):
             if armed[k] and hv[k] >= -eps[k]:
@@ -194,9 +206,13 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             stats[S_FEVALS] += 1
             k1_valid = True
         hs = min(hstep[0], h_max, tf - t)
+        rejected = False
         while True:
             if hs < 1e-14 * max(1.0, abs(t)):
                 return t, STEP_UNDERFLOW, -1
+            attempts += 1
+            if attempts > max_steps:
+                return t, TOO_MANY_STEPS, -1
             for i in range(n):
                 xs[i] = x[i] + hs * A21 * k1[i]
             f(t + C2 * hs, xs, sigma, p, ctx, k2)
@@ -222,13 +238,18 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             if en <= 1.0 and np.all(np.isfinite(xn)):
                 break
             stats[S_REJECTS] += 1
+            rejected = True
             if not np.isfinite(en):
                 hs *= 0.1
             else:
                 hs *= max(0.2, 0.9 * en ** -0.2)
         stats[S_STEPS] += 1
-        # next step size (standard controller, growth capped at 5x)
-        hstep[0] = hs * min(5.0, 0.9 * max(en, 1e-10) ** -0.2)
+        # next step size: Hairer's PI controller (beta = 0.04) damps the step-size oscillation
+        # at the stability boundary of stiff contacts; growth capped at 5x, none after a reject
+        en = max(en, 1e-10)
+        fac = 0.9 * en ** (-0.2 + 0.75 * 0.04) * err_prev[0] ** 0.04
+        hstep[0] = hs * min(1.0 if rejected else 5.0, max(0.2, fac))
+        err_prev[0] = max(en, 1e-4)
         # dense output coefficients
         for i in range(n):
             ydiff = xn[i] - x[i]
@@ -251,8 +272,8 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
         for k in range(m):
             if (armed[k] or watch_all) and hv[k] < -eps[k] and hn[k] >= -eps[k]:
                 level = -eps[k]
-            elif parked[k] and hv[k] < 0.0 and hn[k] >= 0.0:
-                level = 0.0
+            elif (parked[k] or pending[k]) and hv[k] < 0.0 and hn[k] >= 0.0:
+                level = 0.0  # crossed before it could be armed (grazing) or while parked
             else:
                 continue
             # Illinois false position on g(theta) = h_k(dense(theta)) - level
@@ -297,9 +318,11 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
                     k1[i] = k7[i]
                 t = t + hs
             h(x, p, ctx, hn)
-            for k in range(m):  # a parked guard that reached zero is crossed
-                if parked[k] and hn[k] >= -1e-12:
+            for k in range(m):  # a parked or pending guard that reached zero is crossed
+                if (parked[k] or pending[k]) and hv[k] < 0.0 and hn[k] >= -1e-12:
                     parked[k] = False
+                    pending[k] = False
+                    stats[S_EXACT] += 1
                     sigma[k] = 1.0
                     for kk in range(m):
                         if reset[k, kk]:
@@ -322,6 +345,9 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             elif parked[k] and hn[k] < -eps[k]:
                 parked[k] = False
                 armed[k] = True
+        for k in range(m):
+            hv[k] = hn[k]
+        hv_valid = True
         if watch_all and theta_hit <= 1.0:  # the integration step ended at a band: re-arm
             for k in range(m):
                 if hn[k] < 0.0:
