@@ -201,7 +201,7 @@ def robot_Dh(x, p, ctx, out):
                 out[nc + i, c] = jn
 
 
-@njit(cache=True)
+@njit  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
 def run_robot(ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, rtol, atol, hstep, h_max,
               live_min, on_violation, max_events, max_steps, t_eval, x_eval, eval_pos, stats):
     """`kernel.ess_integrate` bound to the robot vector field (compiled once, cached on disk)."""
@@ -210,7 +210,7 @@ def run_robot(ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, rtol,
                            max_steps, t_eval, x_eval, eval_pos, stats)
 
 
-@njit(cache=True)
+@njit
 def rollout_robot(ctx, x, t0, period, commands, p, cmd_offset, sigma, armed, pending, parked, reset, eps,
                   rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps, out_x, stats):
     """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
