@@ -18,7 +18,7 @@ test: $(STAMP)
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python >= 3.10 needed (found " + sys.version.split()[0] + "); run: make PYTHON=python3.11")'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 needed (found " + sys.version.split()[0] + "); run: make PYTHON=python3.11")'
 	@command -v gcc >/dev/null || { echo "gcc is needed to compile generated code (Debian: apt-get install gcc)"; exit 1; }
 	@echo "[setup] creating $(VENV) and installing dependencies (about a minute the first time)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

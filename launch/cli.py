@@ -48,6 +48,62 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a scenario closed loop (plant and controller processes over the bridge)."""
+    from .run import run
+    from .scenario import load_scenario
+
+    sc = load_scenario(args.scenario).with_overrides(
+        duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller).validate()
+    summary = run(sc, progress=not args.json)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        from .profile import profile
+
+        print(f"run folder: {summary['run_dir']}")
+        profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
+        print(f"fell: {summary['fell']}   misses: {summary['misses']}   rejected messages: {summary['rejected']}")
+    return 0
+
+
+def cmd_serve_plant(args: argparse.Namespace) -> int:
+    """Run a plant alone for an outside controller (see docs/PROTOCOL.md)."""
+    from bridge.server import PlantServer, ServerOptions
+    from robots import get_robot
+    from sim.registry import make_plant
+
+    model = get_robot(args.robot)
+    plant = make_plant(args.plant, model, plant_rate_hz=args.plant_rate)
+    opts = ServerOptions(bind=args.bind, mode=args.mode, control_rate_hz=args.rate, plant_rate_hz=args.plant_rate,
+                         duration_s=args.duration, log_dir=args.log_dir, curve_keys=args.curve_keys,
+                         hold_ticks=args.hold_ticks)
+    server = PlantServer(plant, opts)
+    print(f"serving {args.robot} ({args.plant} plant, {args.mode}) on {args.bind}; Ctrl-C to stop", file=sys.stderr)
+    summary = server.run()
+    print(json.dumps({k: v for k, v in summary.items() if k != "options"}))
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Latency table and plots of one run, or two side by side."""
+    from pathlib import Path
+
+    from .profile import profile
+
+    folders = [Path(args.run)] + ([Path(args.compare)] if args.compare else [])
+    profile(folders)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """Create CurveZMQ keys for a plant and one controller."""
+    from bridge.security import make_keys
+
+    print(f"keys written to {make_keys(args.folder)}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run one named benchmark and print its figures."""
     from bench import BENCHMARKS
@@ -81,6 +137,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_robots)
     p = sub.add_parser("demo", help="run the main job (what `make demo` runs)")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("run", help="run a scenario closed loop over the bridge (plant + controller processes)")
+    p.add_argument("scenario", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
+    p.add_argument("--duration", type=float, help="simulated seconds")
+    p.add_argument("--mode", choices=("lockstep", "realtime"), help="override the scenario's mode")
+    p.add_argument("--plant", help="override the plant (ess, hybrid)")
+    p.add_argument("--controller", help="override the controller (pd)")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("serve-plant", help="run a plant alone for an outside controller")
+    p.add_argument("robot")
+    p.add_argument("--bind", default="tcp://127.0.0.1:5555", help="ZeroMQ endpoint (default %(default)s)")
+    p.add_argument("--plant", default="ess", help="plant (default %(default)s)")
+    p.add_argument("--mode", default="realtime", choices=("lockstep", "realtime"))
+    p.add_argument("--rate", type=float, default=100.0, help="control rate, Hz (default %(default)s)")
+    p.add_argument("--plant-rate", type=float, default=1000.0, help="plant rate, Hz (default %(default)s)")
+    p.add_argument("--hold-ticks", type=int, default=3, help="ticks to hold the last command after a miss")
+    p.add_argument("--duration", type=float, default=None, help="stop after this many simulated seconds")
+    p.add_argument("--log-dir", default=None, help="write the run logs here")
+    p.add_argument("--curve-keys", default=None, help="CurveZMQ key folder (required off loopback)")
+    p.set_defaults(func=cmd_serve_plant)
+    p = sub.add_parser("profile", help="per-tick latency table and plots of a run folder")
+    p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
+    p.add_argument("--compare", help="a second run folder to put side by side")
+    p.set_defaults(func=cmd_profile)
+    p = sub.add_parser("keys", help="create CurveZMQ keys (plant + one controller) in a folder")
+    p.add_argument("folder")
+    p.set_defaults(func=cmd_keys)
     p = sub.add_parser("bench", help="run a benchmark (see --list)")
     p.add_argument("name", nargs="?", help="benchmark name")
     p.add_argument("--list", action="store_true", help="list benchmarks")

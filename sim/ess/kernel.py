@@ -201,11 +201,16 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             continue
 
         # ---------------- Dormand-Prince step ----------------
+        if tf - t <= 1e-13 * max(1.0, abs(tf)):  # a rounding sliver before tf: the interval is done
+            t = tf
+            break
         if not k1_valid:
             f(t, x, sigma, p, ctx, k1)
             stats[S_FEVALS] += 1
             k1_valid = True
         hs = min(hstep[0], h_max, tf - t)
+        if tf - t - hs < 1e-12 * max(1.0, abs(tf)):
+            hs = tf - t  # finish the interval: never leave a sliver that looks like step underflow
         rejected = False
         while True:
             if hs < 1e-14 * max(1.0, abs(t)):
@@ -316,7 +321,7 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
                 for i in range(n):
                     x[i] = xn[i]
                     k1[i] = k7[i]
-                t = t + hs
+                t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
             h(x, p, ctx, hn)
             for k in range(m):  # a parked or pending guard that reached zero is crossed
                 if (parked[k] or pending[k]) and hv[k] < 0.0 and hn[k] >= -1e-12:
@@ -336,7 +341,7 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             for i in range(n):
                 x[i] = xn[i]
                 k1[i] = k7[i]
-            t = t + hs
+            t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
         # re-arming
         for k in range(m):
             if pending[k] and hn[k] < -eps[k]:

@@ -1,0 +1,67 @@
+"""Child-process entry points used by `python -m launch run`:
+
+    python -m bridge serve   RUN_FOLDER     plant server for RUN_FOLDER/scenario.json
+    python -m bridge control RUN_FOLDER     controller client for the same scenario
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def _scenario(folder: Path):
+    from launch.scenario import Scenario
+
+    return Scenario.from_json((folder / "scenario.json").read_text())
+
+
+def serve(folder: Path) -> int:
+    """Run the plant server of the scenario in `folder`; logs go there."""
+    from robots import get_robot
+    from sim.registry import make_plant
+
+    from .server import PlantServer, ServerOptions
+
+    sc = _scenario(folder)
+    model = get_robot(sc.robot)
+    plant = make_plant(sc.plant, model, plant_rate_hz=sc.plant_rate_hz, **sc.plant_options)
+    q0 = model.q0.copy()
+    if "z" in model.q_names:
+        q0[model.q_names.index("z")] += sc.drop_m
+    opts = ServerOptions(bind="tcp://127.0.0.1:*", mode=sc.mode, control_rate_hz=sc.control_rate_hz,
+                         plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
+                         log_dir=str(folder))
+    PlantServer(plant, opts, q0=q0).run()
+    return 0
+
+
+def control(folder: Path) -> int:
+    """Run the controller of the scenario in `folder` against the plant that wrote folder/endpoint."""
+    from mpc.controllers import make_controller
+    from robots import get_robot
+
+    from .client import ClientOptions, ControllerClient
+
+    sc = _scenario(folder)
+    controller = make_controller(sc.controller, get_robot(sc.robot), **sc.controller_options)
+    endpoint_file = folder / "endpoint"
+    deadline = time.monotonic() + 60.0
+    while not endpoint_file.exists():
+        if time.monotonic() > deadline:
+            print("controller: the plant never published its endpoint", file=sys.stderr)
+            return 2
+        time.sleep(0.02)
+    client = ControllerClient(endpoint_file.read_text().strip(), controller,
+                              ClientOptions(log_dir=str(folder), name=sc.controller))
+    summary = client.run()
+    if summary["exit_code"]:
+        print(f"controller: {summary['reason']}", file=sys.stderr)
+    return summary["exit_code"]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("serve", "control"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit({"serve": serve, "control": control}[sys.argv[1]](Path(sys.argv[2])))

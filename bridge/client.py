@@ -1,0 +1,130 @@
+"""The controller client: connects to a plant server and answers each STATE with a COMMAND.
+
+    client = ControllerClient(endpoint, controller, options)
+    summary = client.run()           # until BYE, a stop signal, or the plant goes silent
+
+Per tick it logs (controller_ticks.csv): tick, sim time, receive-to-send time, the
+controller's own phases (e.g. acados time_tot/time_lin/time_qp...), and injected delay.
+Fault injection for tests: `delay_s` added before sending on ticks where
+tick % delay_every == delay_phase.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zmq
+
+from . import protocol as P
+from .security import secure_client
+
+EXIT_OK, EXIT_PLANT_SILENT = 0, 3
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """timeout_s: give up when the plant sends nothing for this long (first_timeout_s before its
+    first message, while it may still be starting); log_dir: logs (None: none);
+    curve_keys: CurveZMQ key folder; delay_s/delay_every/delay_phase: injected delays; name: HELLO name."""
+
+    timeout_s: float = 5.0
+    first_timeout_s: float = 60.0
+    log_dir: str | None = None
+    curve_keys: str | None = None
+    delay_s: float = 0.0
+    delay_every: int = 0
+    delay_phase: int = 0
+    name: str = "controller"
+
+
+class ControllerClient:
+    """Run `controller` (see mpc.controllers) against the plant at `endpoint`."""
+
+    def __init__(self, endpoint: str, controller, options: ClientOptions = ClientOptions()):
+        self.endpoint = endpoint
+        self.controller = controller
+        self.options = options
+        self.stop = False
+        self.exit_code = EXIT_OK
+        self.errors: list[dict] = []
+        self.rows: list[dict] = []
+
+    def _on_signal(self, signum, frame) -> None:
+        self.stop = True
+
+    def run(self) -> dict:
+        """Connect, say HELLO, serve commands until the run ends; return a summary."""
+        o = self.options
+        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        secure_client(sock, o.curve_keys)
+        sock.connect(self.endpoint)
+        old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        log_file = writer = None
+        if o.log_dir:
+            Path(o.log_dir).mkdir(parents=True, exist_ok=True)
+            log_file = open(Path(o.log_dir) / "controller_ticks.csv", "w", newline="")
+        try:
+            model = self.controller.model
+            sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": model.name,
+                                                                "name": o.name}))
+            dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
+            last_flush = time.monotonic()
+            last_heard = time.monotonic()
+            heard_any = False
+            while not self.stop:
+                if not sock.poll(timeout=100):
+                    if time.monotonic() - last_heard > (o.timeout_s if heard_any else o.first_timeout_s):
+                        self.exit_code = EXIT_PLANT_SILENT
+                        break
+                    continue
+                last_heard, heard_any = time.monotonic(), True
+                frames = sock.recv_multipart(copy=False)
+                t_recv = time.perf_counter()
+                try:
+                    msg = P.decode([f.buffer for f in frames], dims)
+                except P.ProtocolError as err:
+                    self.errors.append({"reason": err.reason, "detail": err.detail})
+                    continue
+                if msg.type == P.BYE:
+                    break
+                if msg.type == P.ERROR:
+                    self.errors.append(msg.json())
+                    continue
+                if msg.type != P.STATE:
+                    continue
+                a = msg.arrays
+                cmd, phases = self.controller.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
+                if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
+                    time.sleep(o.delay_s)
+                sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, [
+                    cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd, np.array([msg.seq + 1], dtype=np.int64)]),
+                    copy=False)
+                row = {"tick": msg.seq, "t": msg.t, "tick_ms": (time.perf_counter() - t_recv) * 1e3,
+                       **{f"{k}_ms": v * 1e3 for k, v in phases.items()}}
+                self.rows.append(row)
+                if log_file is not None:
+                    if writer is None:
+                        writer = csv.DictWriter(log_file, fieldnames=list(row))
+                        writer.writeheader()
+                    writer.writerow(row)
+                    if time.monotonic() - last_flush >= 1.0:
+                        log_file.flush()
+                        last_flush = time.monotonic()
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+            if log_file is not None:
+                log_file.close()
+            sock.close(linger=0)
+        summary = {"ticks": len(self.rows), "errors": self.errors[:20], "n_errors": len(self.errors),
+                   "exit_code": self.exit_code,
+                   "reason": "plant stopped responding" if self.exit_code == EXIT_PLANT_SILENT else "run ended"}
+        if o.log_dir:
+            (Path(o.log_dir) / "controller_summary.json").write_text(json.dumps(summary, indent=1))
+        return summary

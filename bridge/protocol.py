@@ -1,0 +1,172 @@
+"""Wire protocol v1 between plant and controller (specified in docs/PROTOCOL.md).
+
+A message is a ZeroMQ multipart message:
+    frame 0: header = 32-byte fixed part + 16 bytes per array descriptor (little-endian)
+    frame 1..n: one raw array per frame (C order), decoded zero-copy with numpy.frombuffer
+Fixed part: magic b"LMPC", version u16, type u16, seq u32, sim time f64 (s),
+sender wall clock i64 (ns), array count u32.
+Descriptor: field id u16, dtype code u8, ndim u8, dim0 u32, dim1 u32, reserved u32.
+
+Every message type has a declared schema (field names, dtypes, shapes from the robot's
+dimensions). `decode` validates everything (magic, version, type, counts, sizes, dtypes,
+shapes, finite values) and raises `ProtocolError(reason, detail)`; `reason` is one of
+REASONS, so servers can count rejections by cause.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAGIC = b"LMPC"
+VERSION = 1
+FIXED = struct.Struct("<4sHHIdqI")  # 32 bytes
+DESC = struct.Struct("<HBBIII")  # 16 bytes
+MAX_ARRAYS = 16
+MAX_FRAME_BYTES = 1 << 20  # 1 MiB per array frame: anything larger is rejected unread
+
+HELLO, CONFIG, STATE, COMMAND, PLAN, ERROR, BYE = 1, 2, 3, 4, 5, 6, 7
+TYPE_NAMES = {HELLO: "HELLO", CONFIG: "CONFIG", STATE: "STATE", COMMAND: "COMMAND", PLAN: "PLAN", ERROR: "ERROR",
+              BYE: "BYE"}
+
+DTYPES = {1: np.dtype("<f8"), 2: np.dtype("u1"), 3: np.dtype("<i8")}
+DTYPE_CODES = {v: k for k, v in DTYPES.items()}
+
+REASONS = ("truncated", "magic", "version", "type", "count", "descriptor", "dtype", "shape", "size",
+           "too_large", "non_finite", "sequence", "json", "unexpected")
+
+
+class ProtocolError(ValueError):
+    """A message that breaks the protocol. `reason` is one of REASONS; `detail` says what."""
+
+    def __init__(self, reason: str, detail: str):
+        assert reason in REASONS, reason
+        self.reason, self.detail = reason, detail
+        super().__init__(f"{reason}: {detail}")
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Robot dimensions that size the arrays: nq, nv, nu (actuators), nc (contacts)."""
+
+    nq: int
+    nv: int
+    nu: int
+    nc: int
+
+
+def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple], ...]:
+    """(field name, dtype, shape) of each array of a message type. JSON messages carry one
+    u8 array "json" of any length; PLAN arrays have a free first dimension (-1)."""
+    f8, u1, i8 = DTYPES[1], DTYPES[2], DTYPES[3]
+    if msg_type in (HELLO, CONFIG, ERROR, BYE):
+        return (("json", u1, (-1,)),)
+    if dims is None:
+        raise ProtocolError("unexpected", f"{TYPE_NAMES.get(msg_type, msg_type)} before CONFIG")
+    if msg_type == STATE:
+        return (("q", f8, (dims.nq,)), ("v", f8, (dims.nv,)), ("contact", u1, (dims.nc,)),
+                ("force", f8, (dims.nc, 2)))
+    if msg_type == COMMAND:
+        n = dims.nu
+        return (("tau_ff", f8, (n,)), ("q_des", f8, (n,)), ("v_des", f8, (n,)), ("kp", f8, (n,)),
+                ("kd", f8, (n,)), ("valid_until", i8, (1,)))
+    if msg_type == PLAN:
+        return (("t", f8, (-1,)), ("x", f8, (-1, dims.nq + dims.nv)), ("u", f8, (-1, dims.nu)))
+    raise ProtocolError("type", f"unknown message type {msg_type}")
+
+
+@dataclass
+class Message:
+    """A decoded message: type, seq, sim time t (s), sender wall clock (ns), arrays by name."""
+
+    type: int
+    seq: int
+    t: float
+    wall_ns: int
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def json(self) -> dict:
+        """The JSON payload of HELLO / CONFIG / ERROR messages."""
+        try:
+            return json.loads(bytes(self.arrays["json"]).decode("utf-8"))
+        except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ProtocolError("json", f"bad JSON payload: {exc}") from exc
+
+
+def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_ns: int | None = None) -> list:
+    """Frames of a message: [header bytes, array buffers...] (arrays must follow the schema)."""
+    parts = [FIXED.pack(MAGIC, VERSION, msg_type, seq & 0xFFFFFFFF, float(t),
+                        time.time_ns() if wall_ns is None else wall_ns, len(arrays))]
+    frames = []
+    for fid, arr in enumerate(arrays):
+        a = np.ascontiguousarray(arr, dtype=np.uint8 if np.asarray(arr).dtype == np.bool_ else None)
+        code = DTYPE_CODES.get(a.dtype)
+        if code is None or a.ndim > 2:
+            raise ValueError(f"array {fid}: dtype {a.dtype} / ndim {a.ndim} cannot be sent (f8, u1, i8; ndim <= 2)")
+        dims = a.shape + (0,) * (2 - a.ndim)
+        parts.append(DESC.pack(fid, code, a.ndim, dims[0], dims[1], 0))
+        frames.append(a)
+    return [b"".join(parts), *frames]
+
+
+def encode_json(msg_type: int, seq: int, t: float, payload: dict) -> list:
+    """Frames of a HELLO / CONFIG / ERROR / BYE message carrying `payload` as UTF-8 JSON."""
+    data = np.frombuffer(json.dumps(payload).encode("utf-8"), dtype=np.uint8)
+    return encode(msg_type, seq, t, [data])
+
+
+def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = None) -> Message:
+    """Validate and decode a multipart message; arrays are zero-copy views of the frames.
+
+    dims: the robot dimensions (None before CONFIG is known). expect: allowed types.
+    Raises ProtocolError with a reason from REASONS.
+    """
+    if not frames:
+        raise ProtocolError("truncated", "empty message")
+    head = memoryview(frames[0])
+    if len(head) < FIXED.size:
+        raise ProtocolError("truncated", f"header has {len(head)} bytes, needs {FIXED.size}")
+    magic, version, msg_type, seq, t, wall_ns, count = FIXED.unpack_from(head, 0)
+    if magic != MAGIC:
+        raise ProtocolError("magic", f"magic {bytes(magic)!r}, expected {MAGIC!r}")
+    if version != VERSION:
+        raise ProtocolError("version", f"protocol version {version}, this side speaks {VERSION}")
+    if msg_type not in TYPE_NAMES:
+        raise ProtocolError("type", f"unknown message type {msg_type}")
+    if expect is not None and msg_type not in expect:
+        raise ProtocolError("unexpected", f"{TYPE_NAMES[msg_type]} not expected here "
+                                          f"(expected {[TYPE_NAMES[e] for e in expect]})")
+    fields = schema(msg_type, dims)
+    if count != len(fields) or count > MAX_ARRAYS:
+        raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")
+    if len(head) != FIXED.size + count * DESC.size:
+        raise ProtocolError("truncated", f"header is {len(head)} bytes, expected {FIXED.size + count * DESC.size}")
+    if len(frames) != 1 + count:
+        raise ProtocolError("truncated", f"{len(frames) - 1} array frames, header declares {count}")
+    if not np.isfinite(t):
+        raise ProtocolError("non_finite", f"sim time {t}")
+    arrays = {}
+    for i, (name, dtype, shape) in enumerate(fields):
+        fid, code, ndim, d0, d1, _ = DESC.unpack_from(head, FIXED.size + i * DESC.size)
+        if fid != i:
+            raise ProtocolError("descriptor", f"array {i} has field id {fid}")
+        if code not in DTYPES or DTYPES[code] != dtype:
+            raise ProtocolError("dtype", f"{name}: dtype code {code}, expected {DTYPE_CODES[dtype]} ({dtype})")
+        if ndim != len(shape):
+            raise ProtocolError("shape", f"{name}: ndim {ndim}, expected {len(shape)}")
+        got = (d0, d1)[:ndim]
+        if any(s != -1 and s != g for s, g in zip(shape, got)):
+            raise ProtocolError("shape", f"{name}: shape {got}, expected {shape}")
+        buf = memoryview(frames[1 + i])
+        if len(buf) > MAX_FRAME_BYTES:
+            raise ProtocolError("too_large", f"{name}: {len(buf)} bytes > {MAX_FRAME_BYTES}")
+        if len(buf) != int(np.prod(got)) * dtype.itemsize:
+            raise ProtocolError("size", f"{name}: {len(buf)} bytes for shape {got} of {dtype}")
+        arr = np.frombuffer(buf, dtype=dtype).reshape(got)
+        if dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ProtocolError("non_finite", f"{name} contains NaN or inf")
+        arrays[name] = arr
+    return Message(msg_type, seq, t, wall_ns, arrays)

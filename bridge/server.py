@@ -1,0 +1,341 @@
+"""The plant server: steps a plant for one controller over ZeroMQ (protocol in docs/PROTOCOL.md).
+
+Per control tick k: send STATE(k) to the registered controller, wait for COMMAND(k), step the
+plant one control period under it, log. Modes:
+- lockstep: simulated time; the plant waits for COMMAND(k) (up to `lockstep_timeout_s`, after
+  which the tick counts as a miss so that a dead controller never hangs the plant);
+- realtime: ticks are paced by the wall clock; COMMAND(k) must arrive before
+  STATE(k) send time + deadline_s. A miss holds the last command for `hold_ticks`
+  ticks, then applies a safe damping command (zero torque and stiffness, damping gain
+  `damping_kd`); the next on-time command resumes control.
+Any malformed or unexpected message is answered with ERROR and counted by reason; nothing a
+peer sends can stop the loop. SIGINT/SIGTERM end the run after the current tick; logs are
+flushed every second and completed on exit.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import zmq
+
+from sim.protocol import JointCommand
+
+from . import protocol as P
+from .security import secure_server
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Plant server settings.
+
+    bind: ZeroMQ endpoint (non-loopback needs curve_keys). mode: "lockstep" or "realtime".
+    control_rate_hz: STATE/COMMAND exchanges per second. plant_rate_hz: physics/impedance rate,
+    used as the plant's largest integration step. deadline_s: realtime command deadline after
+    STATE is sent (default: 0.9 of a control period). hold_ticks: ticks to hold the last command
+    after a miss. damping_kd: joint damping of the safe command, N m s/rad. duration_s: run
+    length in simulated seconds (None: until stopped). lockstep_timeout_s: longest wait in
+    lockstep. log_dir: where logs go (None: no logs). curve_keys: CurveZMQ key folder.
+    """
+
+    bind: str = "tcp://127.0.0.1:5555"
+    mode: str = "lockstep"
+    control_rate_hz: float = 100.0
+    plant_rate_hz: float = 1000.0
+    deadline_s: float | None = None
+    hold_ticks: int = 3
+    damping_kd: float = 1.0
+    duration_s: float | None = None
+    lockstep_timeout_s: float = 5.0
+    log_dir: str | None = None
+    curve_keys: str | None = None
+
+    def validate(self) -> "ServerOptions":
+        """Raise ValueError naming any bad field; return self."""
+        if self.mode not in ("lockstep", "realtime"):
+            raise ValueError(f"mode must be 'lockstep' or 'realtime', got {self.mode!r}")
+        for name in ("control_rate_hz", "plant_rate_hz", "damping_kd", "lockstep_timeout_s"):
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"{name} must be finite and >= 0, got {getattr(self, name)}")
+        if self.control_rate_hz <= 0 or self.plant_rate_hz < self.control_rate_hz:
+            raise ValueError(f"need 0 < control_rate_hz <= plant_rate_hz, got {self.control_rate_hz}, "
+                             f"{self.plant_rate_hz}")
+        if self.deadline_s is not None and not (0 < self.deadline_s <= 1.0 / self.control_rate_hz):
+            raise ValueError(f"deadline_s must be in (0, control period], got {self.deadline_s}")
+        if self.hold_ticks < 0:
+            raise ValueError(f"hold_ticks must be >= 0, got {self.hold_ticks}")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
+        return self
+
+    @property
+    def period(self) -> float:
+        """Control period, s."""
+        return 1.0 / self.control_rate_hz
+
+
+class RunLog:
+    """Per-tick timing CSV and trajectory NPZ, flushed at least every second."""
+
+    TICK_FIELDS = ("tick", "t", "wall_ns", "jitter_us", "latency_us", "status", "missed")
+
+    def __init__(self, folder: str | None, model):
+        self.folder = Path(folder) if folder else None
+        self.rows: list[tuple] = []
+        self.traj: dict[str, list] = {"t": [], "q": [], "v": [], "tau": [], "contact": [], "force": []}
+        self._last_flush = time.monotonic()
+        self._csv = None
+        if self.folder:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.folder / "plant_ticks.csv", "w", newline="")
+            self._csv = csv.writer(self._file)
+            self._csv.writerow(self.TICK_FIELDS)
+        self.names = {"q": list(model.q_names), "u": list(model.u_names), "contacts": [c.name for c in model.contacts]}
+
+    def tick(self, row: tuple, state, tau: np.ndarray) -> None:
+        """Record one tick (row in TICK_FIELDS order) and the plant state after it."""
+        self.rows.append(row)
+        if self._csv:
+            self._csv.writerow(row)
+        for key, value in (("t", state.t), ("q", state.q), ("v", state.v), ("tau", tau),
+                           ("contact", state.contact), ("force", state.force)):
+            self.traj[key].append(value)
+        if time.monotonic() - self._last_flush >= 1.0:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write everything logged so far to disk (atomic replace for the NPZ)."""
+        self._last_flush = time.monotonic()
+        if not self.folder:
+            return
+        self._file.flush()
+        tmp = self.folder / "trajectory.tmp.npz"
+        np.savez(tmp, **{k: np.asarray(v) for k, v in self.traj.items()},
+                 q_names=np.array(self.names["q"]), u_names=np.array(self.names["u"]))
+        tmp.replace(self.folder / "trajectory.npz")
+
+    def close(self) -> None:
+        """Final flush and close."""
+        self.flush()
+        if self._csv:
+            self._file.close()
+            self._csv = None
+
+
+class PlantServer:
+    """Serve `plant` (a sim.protocol Plant) to one controller at a time."""
+
+    def __init__(self, plant, options: ServerOptions, *, q0=None, v0=None):
+        self.plant = plant
+        self.model = plant.model
+        self.options = options.validate()
+        m = self.model
+        self.dims = P.Dims(m.nq, m.nv, m.nu, m.nc)
+        # warm up (JIT-compile) the plant before any controller connects, then start for real
+        plant.reset(m.q0 if q0 is None else q0, v0)
+        plant.step(JointCommand.zero(m.nu), 1e-3)
+        self.state = plant.reset(m.q0 if q0 is None else q0, v0)
+        self.client: bytes | None = None
+        self.rejects: Counter = Counter()
+        self.counts: Counter = Counter()
+        self.stop = False
+        self.endpoint = ""
+        nu = m.nu
+        self.damping = JointCommand(np.zeros(nu), np.zeros(nu), np.zeros(nu), np.zeros(nu),
+                                    np.full(nu, options.damping_kd))
+        self.last_command: JointCommand | None = None
+        self.log = RunLog(options.log_dir, m)
+
+    # ------------------------------------------------------------------ messages
+    def _config(self) -> dict:
+        m, o = self.model, self.options
+        return {"protocol": P.VERSION, "robot": m.name, "nq": m.nq, "nv": m.nv, "nu": m.nu, "nc": m.nc,
+                "q_names": list(m.q_names), "u_names": list(m.u_names), "contacts": [c.name for c in m.contacts],
+                "u_max": m.u_max.tolist(), "q0": m.q0.tolist(), "mode": o.mode, "control_rate_hz": o.control_rate_hz,
+                "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks}
+
+    def _deadline(self) -> float:
+        return self.options.deadline_s if self.options.deadline_s is not None else 0.9 * self.options.period
+
+    def _send(self, ident: bytes, frames: list) -> None:
+        try:
+            self.sock.send_multipart([ident, *frames], flags=zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            self.counts["send_dropped"] += 1
+
+    def _send_state(self, tick: int) -> None:
+        s = self.state
+        self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force]))
+
+    def _reject(self, ident: bytes, err: P.ProtocolError, seq: int) -> None:
+        self.rejects[err.reason] += 1
+        self._send(ident, P.encode_json(P.ERROR, seq, self.state.t, {"reason": err.reason, "detail": err.detail}))
+
+    def _receive(self, tick: int) -> P.Message | None:
+        """Handle one incoming message; return a valid COMMAND for `tick`, else None."""
+        frames = self.sock.recv_multipart(copy=False)
+        ident, body = frames[0].bytes, [f.buffer for f in frames[1:]]
+        try:
+            msg = P.decode(body, self.dims, expect=(P.HELLO, P.COMMAND, P.PLAN))
+            if msg.type == P.HELLO:
+                hello = msg.json()
+                if hello.get("protocol") != P.VERSION:
+                    raise P.ProtocolError("version", f"HELLO speaks protocol {hello.get('protocol')}, plant {P.VERSION}")
+                if hello.get("robot", self.model.name) != self.model.name:
+                    raise P.ProtocolError("unexpected", f"controller is for robot {hello.get('robot')!r}, "
+                                                        f"this plant simulates {self.model.name!r}")
+                self.client = ident
+                self.counts["hellos"] += 1
+                self._send(ident, P.encode_json(P.CONFIG, tick, self.state.t, self._config()))
+                self._send_state(tick)  # the current tick, so a (re)connecting controller joins at once
+                return None
+            if msg.type == P.PLAN:
+                self.counts["plans"] += 1
+                return None
+            if ident != self.client:
+                raise P.ProtocolError("unexpected", "COMMAND from a peer that has not sent HELLO")
+            if msg.seq != tick:
+                raise P.ProtocolError("sequence", f"COMMAND for tick {msg.seq}, current tick is {tick}")
+            return msg
+        except P.ProtocolError as err:
+            self._reject(ident, err, tick)
+            return None
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> dict:
+        """Serve until duration_s of simulated time or a stop signal; return the summary."""
+        o = self.options
+        ctx = zmq.Context.instance()
+        self.sock = ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 0)
+        self.sock.setsockopt(zmq.MAXMSGSIZE, 4 * P.MAX_FRAME_BYTES)  # huge frames never reach us
+        auth = secure_server(self.sock, o.bind, o.curve_keys)
+        old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.sock.bind(o.bind)
+            self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+            if o.log_dir:
+                (Path(o.log_dir) / "endpoint").write_text(self.endpoint)
+            return self._loop()
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+            if self.client is not None:
+                self._send(self.client, P.encode_json(P.BYE, 0, self.state.t, {"reason": "run ended"}))
+            self.log.close()
+            self.sock.close(linger=100)
+            if auth is not None:
+                auth.stop()
+
+    def _on_signal(self, signum, frame) -> None:
+        self.stop = True
+
+    def _loop(self) -> dict:
+        o = self.options
+        period, deadline_s = o.period, self._deadline()
+        n_ticks = None if o.duration_s is None else int(round(o.duration_s / period))
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        realtime = o.mode == "realtime"
+        streak, tick = 0, 0
+        t_sched = time.perf_counter()
+        while not self.stop and (n_ticks is None or tick < n_ticks):
+            if realtime:
+                _sleep_until(t_sched)
+            t_send = time.perf_counter()
+            jitter_us = (t_send - t_sched) * 1e6 if realtime else 0.0
+            if self.client is not None:
+                self._send_state(tick)
+            command = None
+            limit = t_send + (deadline_s if realtime else o.lockstep_timeout_s)
+            while command is None and not self.stop:
+                remaining = limit - time.perf_counter()
+                if remaining <= 0:
+                    break
+                events = dict(poller.poll(timeout=min(remaining, 0.1) * 1000))
+                if self.sock in events:
+                    msg = self._receive(tick)
+                    if msg is not None:
+                        command = msg
+                elif not realtime and self.client is None:
+                    limit = time.perf_counter() + o.lockstep_timeout_s  # lockstep: wait for a controller
+            latency_us = (time.perf_counter() - t_send) * 1e6 if command is not None else float("nan")
+            if self.stop and command is None:
+                break
+            if command is not None:
+                a = command.arrays
+                cmd = JointCommand(a["tau_ff"], a["q_des"], a["v_des"], a["kp"], a["kd"])
+                self.last_command, streak, status = cmd, 0, "ok"
+            else:
+                streak += 1
+                self.counts["misses"] += 1
+                if streak <= o.hold_ticks and self.last_command is not None:
+                    cmd, status = self.last_command, "hold"
+                else:
+                    cmd, status = self.damping, "damp"
+                self.counts[status] += 1
+            try:
+                self.state = self.plant.step(cmd, period)
+            except ValueError as err:  # a command the plant cannot apply (e.g. negative gains)
+                self.rejects["unexpected"] += 1
+                self.counts["bad_commands"] += 1
+                self.last_command = None
+                self.state = self.plant.step(self.damping, period)
+                status = f"damp ({err})"[:40]
+            self.log.tick((tick, self.state.t, time.time_ns(), round(jitter_us, 1), round(latency_us, 1), status,
+                           int(command is None)), self.state, self.state.tau)
+            tick += 1
+            t_sched += period
+            if realtime and time.perf_counter() - t_sched > 10 * period:
+                t_sched = time.perf_counter()  # far behind (e.g. suspended): restart the schedule
+                self.counts["schedule_resets"] += 1
+            if o.log_dir and tick % max(1, int(o.control_rate_hz)) == 0:
+                self._progress(tick, n_ticks)
+        summary = self.summary(tick)
+        if o.log_dir:
+            self._progress(tick, n_ticks, done=True)
+            (Path(o.log_dir) / "plant_summary.json").write_text(json.dumps(summary, indent=1))
+        return summary
+
+    def _progress(self, tick: int, n_ticks: int | None, done: bool = False) -> None:
+        info = {"tick": tick, "ticks": n_ticks, "t": self.state.t, "misses": self.counts["misses"], "done": done,
+                "rejected": sum(self.rejects.values())}
+        path = Path(self.options.log_dir) / "progress.json"
+        path.with_suffix(".tmp").write_text(json.dumps(info))
+        path.with_suffix(".tmp").replace(path)
+
+    def summary(self, ticks: int) -> dict:
+        """Counters and latency/jitter statistics of the run so far."""
+        rows = self.log.rows
+        lat = np.array([r[4] for r in rows], dtype=float)
+        lat = lat[np.isfinite(lat)]
+        jit = np.abs(np.array([r[3] for r in rows], dtype=float))
+        pct = lambda a, p: float(np.percentile(a, p)) if a.size else None  # noqa: E731
+        return {"ticks": ticks, "mode": self.options.mode, "control_rate_hz": self.options.control_rate_hz,
+                "deadline_ms": self._deadline() * 1e3, "misses": self.counts["misses"],
+                "held": self.counts["hold"], "damped": self.counts["damp"], "hellos": self.counts["hellos"],
+                "rejected": dict(self.rejects), "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99),
+                                                               "max": float(lat.max()) if lat.size else None},
+                "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
+                "options": asdict(self.options)}
+
+
+def _sleep_until(t_target: float) -> None:
+    """Sleep until perf_counter() reaches t_target: coarse sleep, then a short spin (~0.2 ms)."""
+    while True:
+        remaining = t_target - time.perf_counter()
+        if remaining <= 0:
+            return
+        if remaining > 3e-4:
+            time.sleep(remaining - 2e-4)
+        else:
+            while time.perf_counter() < t_target:
+                pass
+            return

@@ -1,0 +1,47 @@
+"""`python -m launch profile RUN [--compare RUN2]`: per-tick latency table and plots of runs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .runfolder import latency_table, write_plots
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def profile_rows(folder: Path) -> list[tuple[str, str]]:
+    """(metric, value) rows of one run's latency table."""
+    t = latency_table(folder)
+    rows = [("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])), ("misses", str(t["misses"]))]
+    for key, label in (("tick_ms", "controller tick"), ("latency_ms", "STATE->COMMAND"), ("jitter_ms", "tick jitter")):
+        for p in ("p50", "p90", "p99", "max"):
+            rows.append((f"{label} {p} (ms)", _fmt(t[key][p])))
+    for phase, value in t["phases_mean_ms"].items():
+        rows.append((f"phase {phase} mean (ms)", _fmt(value)))
+    return rows
+
+
+def profile(folders: list[Path], *, plots: bool = True) -> str:
+    """A text table of one run, or of several side by side; writes each run's plots."""
+    from rich.console import Console
+    from rich.table import Table
+
+    for f in folders:
+        if not (f / "plant_ticks.csv").exists():
+            raise ValueError(f"{f} is not a run folder (no plant_ticks.csv); runs are under runs/")
+    tables = [dict(profile_rows(f)) for f in folders]
+    table = Table(title="per-tick latency" + (" (compare)" if len(folders) > 1 else ""))
+    table.add_column("metric")
+    for f in folders:
+        table.add_column(f.name, justify="right")
+    keys = list(dict.fromkeys(k for t in tables for k in t))
+    for k in keys:
+        table.add_row(k, *(t.get(k, "-") for t in tables))
+    console = Console(record=True)
+    console.print(table)
+    if plots:
+        for f in folders:
+            for p in write_plots(f):
+                console.print(f"wrote {p}")
+    return console.export_text()

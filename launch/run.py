@@ -1,0 +1,120 @@
+"""`python -m launch run <scenario>`: plant and controller as two processes over the bridge.
+
+run(scenario) creates runs/<timestamp>-<name>/, saves the scenario, starts
+`python -m bridge serve` and `python -m bridge control` on it, shows progress, stops both
+cleanly (Ctrl-C included: SIGTERM, then logs are completed), writes summary.json and plots.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .runfolder import latency_table, task_metrics, write_plots
+from .scenario import Scenario
+
+
+def new_run_folder(scenario: Scenario, runs_dir: str | Path = "runs") -> Path:
+    """runs/<YYYYmmdd-HHMMSS>-<name>/ (suffixed if it exists), with scenario.json written."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(runs_dir) / f"{stamp}-{scenario.name}"
+    folder, i = base, 1
+    while folder.exists():
+        folder, i = Path(f"{base}-{i}"), i + 1
+    folder.mkdir(parents=True)
+    (folder / "scenario.json").write_text(scenario.to_json())
+    return folder
+
+
+def _spawn(role: str, folder: Path) -> subprocess.Popen:
+    log = open(folder / f"{'plant' if role == 'serve' else 'controller'}.log", "w")
+    return subprocess.Popen([sys.executable, "-m", "bridge", role, str(folder)], stdout=log, stderr=subprocess.STDOUT)
+
+
+def _stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    end = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True) -> dict:
+    """Run `scenario` closed loop over the bridge; return summary.json's content."""
+    scenario.validate()
+    folder = new_run_folder(scenario, runs_dir)
+    plant = _spawn("serve", folder)
+    controller = _spawn("control", folder)
+    procs = [plant, controller]
+    interrupted = False
+    bar = None
+    try:
+        if progress:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                           TimeElapsedColumn(), transient=True)
+            bar.start()
+            task = bar.add_task(f"{scenario.name} ({scenario.mode})", total=scenario.duration_s, info="starting")
+        while plant.poll() is None:
+            time.sleep(0.2)
+            if bar is not None and (folder / "progress.json").exists():
+                try:
+                    info = json.loads((folder / "progress.json").read_text())
+                    bar.update(task, completed=info["t"], info=f"t={info['t']:.1f}s misses={info['misses']}")
+                except (json.JSONDecodeError, KeyError):
+                    pass
+        controller.wait(timeout=10)
+    except KeyboardInterrupt:
+        interrupted = True
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if bar is not None:
+            bar.stop()
+        _stop(procs)
+    return finalize(folder, scenario, interrupted=interrupted, exit_codes=[p.returncode for p in procs])
+
+
+def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exit_codes=()) -> dict:
+    """Merge the two processes' logs into summary.json and draw the plots."""
+    from robots import get_robot
+
+    model = get_robot(scenario.robot)
+    if not (folder / "plant_summary.json").exists():
+        log = (folder / "plant.log").read_text()[-2000:] if (folder / "plant.log").exists() else ""
+        raise RuntimeError(f"the plant process did not finish its run (see {folder}/plant.log):\n{log}")
+    plant = json.loads((folder / "plant_summary.json").read_text())
+    table = latency_table(folder)
+    q0_z = model.q0[model.q_names.index("z")] if "z" in model.q_names else None
+    metrics = task_metrics(folder, q0_z)
+    summary = {
+        "ticks": plant["ticks"],
+        "rate_hz": scenario.control_rate_hz,
+        "deadline_ms": plant["deadline_ms"],
+        "solve_ms": table["tick_ms"],
+        "latency_ms": table["latency_ms"],
+        "jitter_ms": table["jitter_ms"],
+        "misses": plant["misses"],
+        "fell": metrics["fell"],
+        "apex_height_m": {"mean": metrics["apex_height_m"], "target": None},
+        "vx_mps": {"mean": metrics["vx_mps"], "target": None},
+        "complementarity_max": None,  # reported by contact-implicit MPC controllers
+        "plant": scenario.plant,
+        "controller": scenario.controller,
+        "mode": scenario.mode,
+        "rejected": plant["rejected"],
+        "interrupted": interrupted,
+        "exit_codes": list(exit_codes),
+        "run_dir": str(folder),
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_plots(folder)
+    return summary

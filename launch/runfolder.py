@@ -1,0 +1,151 @@
+"""Reading a run folder back: timing tables, trajectory, summary metrics, plots.
+
+A run folder holds: scenario.json, plant_ticks.csv (per control tick: jitter, command latency,
+status, missed), controller_ticks.csv (per tick: whole-tick time and the controller's phases, ms),
+trajectory.npz (t, q, v, tau, contact, force per tick), plant_summary.json,
+controller_summary.json, summary.json and PNG plots.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def read_csv(path: Path) -> dict[str, np.ndarray]:
+    """Columns of a CSV file as arrays (numbers where they parse, strings otherwise)."""
+    if not path.exists():
+        return {}
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    cols: dict[str, np.ndarray] = {}
+    for key in (rows[0].keys() if rows else []):
+        values = [r[key] for r in rows]
+        try:
+            cols[key] = np.array([float(x) if x != "" else np.nan for x in values])
+        except ValueError:
+            cols[key] = np.array(values)
+    return cols
+
+
+def percentiles(a: np.ndarray) -> dict:
+    """p50, p90, p99 and max of the finite values of a (None when there are none)."""
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    if not a.size:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
+            "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+
+
+def latency_table(folder: Path) -> dict:
+    """Per-tick latency figures of a run (ms): controller tick time, command latency seen by the
+    plant, misses, jitter, and the mean of each controller phase."""
+    ctrl = read_csv(folder / "controller_ticks.csv")
+    plant = read_csv(folder / "plant_ticks.csv")
+    summary = json.loads((folder / "plant_summary.json").read_text()) if (folder / "plant_summary.json").exists() else {}
+    phases = {k[:-3]: float(np.nanmean(v)) for k, v in ctrl.items() if k.endswith("_ms") and k != "tick_ms"}
+    return {
+        "ticks": int(len(plant.get("tick", []))),
+        "deadline_ms": summary.get("deadline_ms"),
+        "tick_ms": percentiles(ctrl.get("tick_ms", np.array([]))),
+        "latency_ms": percentiles(plant.get("latency_us", np.array([])) / 1e3),
+        "jitter_ms": percentiles(np.abs(plant.get("jitter_us", np.array([]))) / 1e3),
+        "misses": int(np.nansum(plant.get("missed", np.array([])))),
+        "phases_mean_ms": phases,
+    }
+
+
+def trajectory(folder: Path) -> dict[str, np.ndarray]:
+    """The logged trajectory (t, q, v, tau, contact, force, q_names, u_names)."""
+    with np.load(folder / "trajectory.npz") as data:
+        return {k: data[k] for k in data.files}
+
+
+def task_metrics(folder: Path, q0_z: float | None) -> dict:
+    """fell (base below half its nominal height), apex heights (m) and mean forward speed (m/s)."""
+    traj = trajectory(folder)
+    names = list(traj["q_names"])
+    out = {"fell": False, "apex_height_m": None, "vx_mps": None}
+    if "z" in names and traj["q"].size:
+        z = traj["q"][:, names.index("z")]
+        out["fell"] = bool(q0_z is not None and np.any(z < 0.5 * q0_z))
+        airborne = ~traj["contact"].any(axis=1)
+        peaks = [z[i] for i in range(1, len(z) - 1) if airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
+        out["apex_height_m"] = float(np.mean(peaks)) if peaks else None
+    if "x" in names and traj["t"].size > 1:
+        x = traj["q"][:, names.index("x")]
+        out["vx_mps"] = float((x[-1] - x[0]) / (traj["t"][-1] - traj["t"][0]))
+    return out
+
+
+def write_plots(folder: Path) -> list[Path]:
+    """trajectory.png, latency.png (histogram + CDF with the deadline) and phases.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    traj = trajectory(folder)
+    names = list(traj["q_names"])
+    fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
+    t = traj["t"]
+    for i, n in enumerate(names):
+        (axes[0] if n in ("x", "z") else axes[1]).plot(t, traj["q"][:, i], label=n)
+    for i, n in enumerate(traj["u_names"]):
+        axes[2].plot(t, traj["tau"][:, i], label=str(n))
+    axes[0].set_ylabel("base (m)")
+    axes[1].set_ylabel("angles (rad)")
+    axes[2].set_ylabel("torque (N m)")
+    axes[2].set_xlabel("simulated time (s)")
+    for ax in axes:
+        ax.legend(fontsize=7, ncol=4, loc="upper right")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    written.append(folder / "trajectory.png")
+    fig.savefig(written[-1], dpi=100)
+    plt.close(fig)
+
+    ctrl = read_csv(folder / "controller_ticks.csv")
+    plant = read_csv(folder / "plant_ticks.csv")
+    summary = json.loads((folder / "plant_summary.json").read_text())
+    deadline = summary.get("deadline_ms")
+    tick_ms = ctrl.get("tick_ms", np.array([]))
+    lat_ms = plant.get("latency_us", np.array([])) / 1e3
+    fig, (h, c) = plt.subplots(1, 2, figsize=(10, 4))
+    for data, label in ((tick_ms, "controller tick (compute)"), (lat_ms, "STATE->COMMAND at the plant")):
+        d = data[np.isfinite(data)]
+        if d.size:
+            h.hist(d, bins=50, alpha=0.6, label=label)
+            c.plot(np.sort(d), np.arange(1, d.size + 1) / d.size, label=label)
+    for ax in (h, c):
+        if deadline:
+            ax.axvline(deadline, color="red", ls="--", label=f"deadline {deadline:.1f} ms")
+        ax.set_xlabel("ms")
+        ax.legend(fontsize=8)
+    misses = int(np.nansum(plant.get("missed", np.array([]))))
+    h.set_title(f"latency histogram ({misses} misses of {len(lat_ms)} ticks)")
+    c.set_title("CDF")
+    c.set_ylabel("fraction of ticks")
+    fig.tight_layout()
+    written.append(folder / "latency.png")
+    fig.savefig(written[-1], dpi=100)
+    plt.close(fig)
+
+    phases = {k[:-3]: v for k, v in ctrl.items() if k.endswith("_ms") and k != "tick_ms"}
+    if phases:
+        fig, ax = plt.subplots(figsize=(6, 3))
+        names_p = list(phases)
+        ax.barh(names_p, [float(np.nanmean(phases[k])) for k in names_p], label="mean")
+        ax.barh(names_p, [float(np.nanpercentile(phases[k], 99)) for k in names_p], alpha=0.3, label="p99")
+        ax.set_xlabel("ms per tick")
+        ax.set_title("controller time by phase")
+        ax.legend()
+        fig.tight_layout()
+        written.append(folder / "phases.png")
+        fig.savefig(written[-1], dpi=100)
+        plt.close(fig)
+    return written

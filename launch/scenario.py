@@ -1,0 +1,97 @@
+"""Scenarios: what a closed-loop run is (robot, plant, controller, rates, duration, seed).
+
+Named scenarios live in launch/scenarios/<name>.toml; `load_scenario` also takes a path.
+Command-line overrides are applied with `with_overrides`, validated once, and the final
+scenario is saved into the run folder (scenario.json).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from robots import robot_names
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal)."""
+
+    name: str
+    robot: str
+    plant: str = "ess"
+    controller: str = "pd"
+    mode: str = "lockstep"
+    duration_s: float = 5.0
+    control_rate_hz: float = 100.0
+    plant_rate_hz: float = 1000.0
+    hold_ticks: int = 3
+    seed: int = 0
+    drop_m: float = 0.0
+    controller_options: dict = field(default_factory=dict)
+    plant_options: dict = field(default_factory=dict)
+
+    def validate(self) -> "Scenario":
+        """Raise ValueError naming the bad field and the fix; return self."""
+        from mpc.controllers import CONTROLLERS
+        from sim.registry import PLANTS
+
+        if self.robot not in robot_names():
+            raise ValueError(f"scenario {self.name!r}: unknown robot {self.robot!r}; available: {', '.join(robot_names())}")
+        if self.plant not in PLANTS:
+            raise ValueError(f"scenario {self.name!r}: unknown plant {self.plant!r}; available: {', '.join(PLANTS)}")
+        if self.controller not in CONTROLLERS:
+            raise ValueError(f"scenario {self.name!r}: unknown controller {self.controller!r}; "
+                             f"available: {', '.join(CONTROLLERS)}")
+        if self.mode not in ("lockstep", "realtime"):
+            raise ValueError(f"scenario {self.name!r}: mode must be 'lockstep' or 'realtime', got {self.mode!r}")
+        if not self.duration_s > 0:
+            raise ValueError(f"scenario {self.name!r}: duration_s must be > 0, got {self.duration_s}")
+        if not 0 < self.control_rate_hz <= self.plant_rate_hz:
+            raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
+        return self
+
+    def with_overrides(self, **changes) -> "Scenario":
+        """A copy with the given fields replaced (None values are ignored)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValueError(f"unknown scenario fields {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        """The scenario as JSON (what the run folder stores and the child processes read)."""
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Scenario":
+        """Inverse of to_json."""
+        return cls(**json.loads(text))
+
+
+def scenario_names() -> list[str]:
+    """Names of the scenarios shipped in launch/scenarios/."""
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Load a named scenario or a TOML file; raise ValueError with the available names."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = SCENARIO_DIR / f"{name_or_path}.toml"
+    if not path.exists():
+        raise ValueError(f"no scenario {name_or_path!r}; named scenarios: {', '.join(scenario_names())} "
+                         "(or pass a path to a .toml file)")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from exc
+    data.setdefault("name", path.stem)
+    try:
+        return Scenario(**data).validate()
+    except TypeError as exc:
+        raise ValueError(f"{path}: {exc} (fields: {[f.name for f in dataclasses.fields(Scenario)]})") from exc

@@ -1,0 +1,23 @@
+"""Plant names -> constructors, so scenarios and the CLI can pick a plant by name."""
+from __future__ import annotations
+
+from robots.model import RobotModel
+
+PLANTS = ("ess", "hybrid")
+
+
+def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, **options):
+    """Build plant `name` for `model`; the plant rate (Hz) bounds its integration step.
+
+    ess: compliant contacts, Event-Selected-Systems integrator (sim.ess.EssPlant).
+    hybrid: rigid contacts, event-driven reference (sim.hybrid.HybridPlant).
+    """
+    if name == "ess":
+        from .ess.robot import EssPlant
+
+        return EssPlant(model, h_max=1.0 / plant_rate_hz, verbose=False, **options)
+    if name == "hybrid":
+        from .hybrid import HybridPlant
+
+        return HybridPlant(model, **options)
+    raise ValueError(f"unknown plant {name!r}; available plants: {', '.join(PLANTS)}")
