@@ -1,0 +1,522 @@
+"""Compiled (numba) NMDP and linearised-MDP time steps over the generated C functions.
+
+One step of the NMDP integrator (seed 002, Algorithms 1 and 2), for a state (q, v), step dt,
+held joint command `cmd` and contact weights alpha (2 per contact, warm-started):
+
+1. Manifold projection (`project`): with alpha fixed, Newton's method on the backward-Euler
+   residual R(v1; alpha) = 0 (see `sim.nmdp.terms`), with the exact Jacobian K (first order)
+   or K without the contact vertices' q-derivatives (zeroth order). The projection has
+   *diverged* when the residual norm stops decreasing (or K is singular, or the Newton budget
+   is spent).
+2. Projected-gradient iteration (`pgm_substep`): objective E(alpha) = 1/2 v1^T M(q) v1 (kinetic
+   energy at the next step, J). The sensitivity G = dv1/dalpha = dt K^-1 W(q1) gives the gradient
+   G^T M v1 and the metric G^T M G; a dense QP (HPIPM) over the feasible set
+   {0 <= alpha <= 1, sum_j alpha_ij <= 1 per contact} gives the step d, a backtracking (Armijo)
+   line search along d projects each trial and accepts a decrease in E. Stop when the predicted
+   decrease -grad.d is below pgm_rtol times the energy scale.
+3. Adaptive step (`nmdp_step`, the paper's Algorithm 2): if a projection diverges, halve the
+   substep and retry; continue the primary step with the last good size; report the smallest.
+
+The linearised MDP baseline (`mdp_step`) is the conventional forward scheme with the same
+contact polytope, PD law and QP: M, h, W at the current q; one linear solve and one QP.
+
+Everything inside a step is compiled: the model's functions are C called by address
+(`robots.ccall.call_flat`), the QP is HPIPM called by address (`sim.nmdp.cabi.call_ptr3`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from robots.ccall import call_flat
+
+from .cabi import call_ptr3
+from .linalg import lu_factor, lu_solve
+
+# methods
+PGM, ZOPGM, MDP = 0, 1, 2
+METHODS = {"pgm": PGM, "zopgm": ZOPGM, "mdp": MDP}
+
+# status codes
+OK, DIVERGED, QP_FAILED, TOO_SMALL, NONFINITE = 0, 1, 2, 3, 4
+STATUS_TEXT = {
+    OK: "ok",
+    DIVERGED: "manifold projection diverged (residual stopped decreasing or K singular)",
+    QP_FAILED: "the QP returned a non-finite solution",
+    TOO_SMALL: "step halving reached the smallest allowed substep",
+    NONFINITE: "non-finite state",
+}
+
+# option vector indices
+O_NEWTON_RTOL, O_MAX_NEWTON, O_PGM_RTOL, O_MAX_ITER, O_ARMIJO, O_MAX_LS, O_MIN_FRACTION, O_ADAPTIVE, O_QP_REG = range(9)
+N_OPTS = 9
+
+# per-step statistics indices
+S_ITERS, S_NEWTON, S_SUBSTEPS, S_HALVINGS, S_MIN_DT, S_LS_STOPS, S_QP_WARN, S_ENERGY, S_MAX_ITER_HITS, S_TRACE_N = range(10)
+N_STATS = 10
+STAT_NAMES = ("iters", "newton", "substeps", "halvings", "min_dt", "ls_stops", "qp_warnings", "energy",
+              "max_iter_hits", "trace_n")
+
+
+@njit(cache=True)
+def _eval_implicit(addr, imp_in, imp_out, v1, alpha, nv, na):
+    """R, K, Kzo, W, cap at (v1, alpha); the rest of imp_in was filled by `_setup_implicit`."""
+    for i in range(nv):
+        imp_in[2 * nv + i] = v1[i]
+    for j in range(na):
+        imp_in[3 * nv + j] = alpha[j]
+    call_flat(addr[0], imp_in.ctypes.data, imp_out.ctypes.data)
+
+
+@njit(cache=True)
+def _setup_implicit(imp_in, q, v, dt, cmd, cp, nv, na):
+    """Fill the parts of nmdp_implicit's input that are fixed during a substep."""
+    for i in range(nv):
+        imp_in[i] = q[i]
+        imp_in[nv + i] = v[i]
+    o = 3 * nv + na
+    imp_in[o] = dt
+    for i in range(cmd.shape[0]):
+        imp_in[o + 1 + i] = cmd[i]
+    o2 = o + 1 + cmd.shape[0]
+    for i in range(cp.shape[0]):
+        imp_in[o2 + i] = cp[i]
+
+
+@njit(cache=True)
+def _rnorm(out, nv):
+    s = 0.0
+    for i in range(nv):
+        s += out[i] * out[i]
+    return np.sqrt(s)
+
+
+@njit(cache=True)
+def project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max_newton):
+    """Newton's method on R(v1; alpha) = 0 from the given v1 (updated in place).
+
+    Returns (status, Newton iterations). On OK, imp_out holds R, K, Kzo, W, cap at the
+    returned v1. DIVERGED when the residual norm (N s) does not decrease, K is singular or
+    `max_newton` iterations do not reach `tol`.
+    """
+    prev = np.inf
+    koff = nv + nv * nv if zo else nv
+    for it in range(max_newton + 1):
+        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nv, na)
+        r = _rnorm(imp_out, nv)
+        if not np.isfinite(r):
+            return DIVERGED, it
+        if r <= tol:
+            return OK, it
+        if r >= prev or it == max_newton:
+            return DIVERGED, it
+        prev = r
+        for i in range(nv):
+            rhs[i] = -imp_out[i]
+            for j in range(nv):
+                LU[i, j] = imp_out[koff + i * nv + j]
+        if not lu_factor(LU, piv, nv):
+            return DIVERGED, it
+        lu_solve(LU, piv, rhs, nv)
+        for i in range(nv):
+            v1[i] += rhs[i]
+    return DIVERGED, max_newton
+
+
+@njit(cache=True)
+def _pd_metric(S, rhs, q, v, dt, cmd, joints, umax):
+    """Add the stable PD's implicit terms to S (joint diagonal: dt kd + dt^2 kp) and its explicit
+    part to rhs (dt (tau_ff + kp (q_des - q) + kd v_des)); a joint whose torque predicted at
+    v1 = v saturates adds its limit to rhs instead (N s or N m s)."""
+    nu = joints.shape[0]
+    for a in range(nu):
+        j = joints[a]
+        kp, kd = cmd[3 * nu + a], cmd[4 * nu + a]
+        pred = cmd[a] + kp * (cmd[nu + a] - q[j] - dt * v[j]) + kd * (cmd[2 * nu + a] - v[j])
+        if pred > umax[a]:
+            rhs[j] += dt * umax[a]
+        elif pred < -umax[a]:
+            rhs[j] -= dt * umax[a]
+        else:
+            S[j, j] += dt * dt * kp + dt * kd
+            rhs[j] += dt * (cmd[a] + kp * (cmd[nu + a] - q[j]) + kd * cmd[2 * nu + a])
+
+
+@njit(cache=True)
+def _energy(M, x, nv):
+    e = 0.0
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += M[i, j] * x[j]
+        e += x[i] * s
+    return 0.5 * e
+
+
+@njit(cache=True)
+def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
+    """QP over the contact weights: min 1/2 (a - ref)^T Hq (a - ref) + gq^T (a - ref), a feasible.
+
+    Hq (na x na) and gq are scaled in place by the largest diagonal of Hq (the solution does not
+    change); `reg` (relative) is added to the diagonal. Writes the solution, made exactly feasible,
+    into qp_out[:na]; returns HPIPM's status, or -1 when the metric is zero (no active contact).
+    """
+    na = 2 * nc
+    hs = 0.0
+    for j in range(na):
+        if Hq[j, j] > hs:
+            hs = Hq[j, j]
+    if not hs > 1e-300:
+        for j in range(na):
+            qp_out[j] = alpha_ref[j]
+        return -1
+    inv = 1.0 / hs
+    o = 0
+    for i in range(na):
+        for j in range(na):
+            qp_in[o + i * na + j] = Hq[i, j] * inv + (reg if i == j else 0.0)
+    o = na * na
+    for i in range(na):
+        s = gq[i] * inv
+        for j in range(na):
+            s -= (Hq[i, j] * inv + (reg if i == j else 0.0)) * alpha_ref[j]
+        qp_in[o + i] = s
+    o += na
+    for i in range(na):
+        qp_in[o + i] = 0.0
+        qp_in[o + na + i] = 1.0
+    o += 2 * na
+    for r in range(nc):
+        for j in range(na):
+            qp_in[o + r * na + j] = 1.0 if (j == 2 * r or j == 2 * r + 1) else 0.0
+    o += nc * na
+    for r in range(nc):
+        qp_in[o + r] = -1.0
+        qp_in[o + nc + r] = 1.0
+    status = call_ptr3(addr[2], addr[3], qp_in.ctypes.data, qp_out.ctypes.data)
+    for r in range(nc):  # interior-point solutions sit inside up to the tolerance: make them exact
+        a0 = min(max(qp_out[2 * r], 0.0), 1.0)
+        a1 = min(max(qp_out[2 * r + 1], 0.0), 1.0)
+        s = a0 + a1
+        if s > 1.0:
+            a0 /= s
+            a1 /= s
+        qp_out[2 * r] = a0
+        qp_out[2 * r + 1] = a1
+    return status
+
+
+@njit(cache=True)
+def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, zo, opts, st, trace):
+    """One backward-Euler NMDP substep of dt seconds by (zeroth-order if zo) PGM.
+
+    alpha (2 nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
+    on OK, imp_out holds the residual terms at the solution (cap: capacities at q1, N).
+    trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
+    """
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
+    na = 2 * nc
+    for i in range(nv):
+        exp_in[i] = q[i]
+        exp_in[nv + i] = v[i]
+    for i in range(cp.shape[0]):
+        exp_in[2 * nv + i] = cp[i]
+    call_flat(addr[1], exp_in.ctypes.data, exp_out.ctypes.data)
+    for i in range(nv):
+        for j in range(nv):
+            M0[i, j] = exp_out[i * nv + j]
+    _pd_metric(M0, rhs, q, v, dt, cmd, joints, umax)  # M0 := S = M(q) + dt kd + dt^2 kp; rhs unused
+    mscale = 0.0
+    vnorm = 0.1
+    for i in range(nv):
+        mscale = max(mscale, M0[i, i])
+        vnorm = max(vnorm, abs(v[i]))
+    tol = opts[O_NEWTON_RTOL] * mscale * vnorm
+    e_scale = 0.5 * mscale * vnorm * vnorm
+    max_newton = int(opts[O_MAX_NEWTON])
+    _setup_implicit(imp_in, q, v, dt, cmd, cp, nv, na)
+
+    for i in range(nv):
+        v1[i] = v[i]
+    status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max_newton)
+    st[S_NEWTON] += it
+    if status != OK:  # the warm start may be far off: alpha = 0 (free motion) is the safe start
+        for j in range(na):
+            alpha[j] = 0.0
+        for i in range(nv):
+            v1[i] = v[i]
+        status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max_newton)
+        st[S_NEWTON] += it
+        if status != OK:
+            return status
+    energy = _energy(M0, v1, nv)
+    ntr = 0
+    if trace.shape[0] > 0:
+        trace[0] = energy
+        ntr = 1
+    koff = nv + nv * nv if zo else nv
+    woff = nv + 2 * nv * nv
+    max_iter = int(opts[O_MAX_ITER])
+    max_ls = int(opts[O_MAX_LS])
+    hit_limit = True
+    for outer in range(max_iter):
+        # sensitivity G = dv1/dalpha = dt K^-1 W(q1), gradient G^T M v1 and metric G^T M G
+        for i in range(nv):
+            for j in range(nv):
+                LU[i, j] = imp_out[koff + i * nv + j]
+        if not lu_factor(LU, piv, nv):
+            return DIVERGED
+        for c in range(na):
+            for i in range(nv):
+                rhs[i] = dt * imp_out[woff + i * na + c]
+            lu_solve(LU, piv, rhs, nv)
+            for i in range(nv):
+                G[i, c] = rhs[i]
+        for i in range(nv):
+            s = 0.0
+            for k in range(nv):
+                s += M0[i, k] * v1[k]
+            Mv[i] = s
+            for c in range(na):
+                s = 0.0
+                for k in range(nv):
+                    s += M0[i, k] * G[k, c]
+                MG[i, c] = s
+        for a in range(na):
+            s = 0.0
+            for k in range(nv):
+                s += G[k, a] * Mv[k]
+            gq[a] = s
+            for b in range(na):
+                s = 0.0
+                for k in range(nv):
+                    s += G[k, a] * MG[k, b]
+                Hq[a, b] = s
+        qs = _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha, nc, opts[O_QP_REG])
+        if qs == -1:  # no contact can act: nothing to optimise
+            hit_limit = False
+            break
+        st[S_ITERS] += 1
+        theta = 0.0
+        finite = True
+        for a in range(na):
+            if not np.isfinite(qp_out[a]):
+                finite = False
+            theta -= gq[a] * (qp_out[a] - alpha[a])
+        if not finite:
+            return QP_FAILED
+        if qs != 0:
+            st[S_QP_WARN] += 1
+        if theta <= opts[O_PGM_RTOL] * e_scale:
+            hit_limit = False
+            break
+        step = 1.0
+        accepted = False
+        for ls in range(max_ls):
+            for a in range(na):
+                alpha_t[a] = alpha[a] + step * (qp_out[a] - alpha[a])
+            for i in range(nv):
+                v1_t[i] = v1[i]
+            status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1_t, alpha_t, nv, na, zo, tol, max_newton)
+            st[S_NEWTON] += it
+            if status != OK:  # the projection stopped converging: a smaller substep is needed
+                return DIVERGED
+            e_t = _energy(M0, v1_t, nv)
+            if e_t <= energy - opts[O_ARMIJO] * step * theta:
+                accepted = True
+                break
+            step *= 0.5
+        if not accepted:
+            st[S_LS_STOPS] += 1  # no sufficient decrease along d: stationary to the model's accuracy
+            hit_limit = False
+            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nv, na)
+            break
+        for a in range(na):
+            alpha[a] = alpha_t[a]
+        for i in range(nv):
+            v1[i] = v1_t[i]
+        energy = e_t
+        if ntr < trace.shape[0]:
+            trace[ntr] = energy
+            ntr += 1
+    if hit_limit:
+        st[S_MAX_ITER_HITS] += 1
+    st[S_ENERGY] = energy
+    st[S_TRACE_N] = ntr
+    return OK
+
+
+@njit(cache=True)
+def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opts, st):
+    """Conventional linearised MDP step: M, h, W at q; stable PD linear in v1; one QP for alpha.
+
+    v1 = v_free + G alpha with (M + dt kd + dt^2 kp) v_free = M v + dt (B tau_0 - h), G = dt (...)^-1 W(q);
+    alpha minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
+    their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
+    """
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
+    na = 2 * nc
+    for i in range(nv):
+        exp_in[i] = q[i]
+        exp_in[nv + i] = v[i]
+    for i in range(cp.shape[0]):
+        exp_in[2 * nv + i] = cp[i]
+    call_flat(addr[1], exp_in.ctypes.data, exp_out.ctypes.data)
+    hoff = nv * nv
+    woff = hoff + nv
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            M0[i, j] = exp_out[i * nv + j]
+            LU[i, j] = M0[i, j]
+            s += M0[i, j] * v[j]
+        Mv[i] = s - dt * exp_out[hoff + i]  # Mv holds the right-hand side b
+    _pd_metric(LU, Mv, q, v, dt, cmd, joints, umax)
+    for i in range(nv):
+        for j in range(nv):
+            M0[i, j] = LU[i, j]  # the objective's metric S = M + dt kd + dt^2 kp
+    if not lu_factor(LU, piv, nv):
+        return DIVERGED
+    lu_solve(LU, piv, Mv, nv)  # Mv := v_free
+    for c in range(na):
+        for i in range(nv):
+            rhs[i] = dt * exp_out[woff + i * na + c]
+        lu_solve(LU, piv, rhs, nv)
+        for i in range(nv):
+            G[i, c] = rhs[i]
+    for i in range(nv):
+        s = 0.0
+        for k in range(nv):
+            s += M0[i, k] * Mv[k]
+        v1_t[i] = s  # M v_free
+        for c in range(na):
+            s = 0.0
+            for k in range(nv):
+                s += M0[i, k] * G[k, c]
+            MG[i, c] = s
+    for a in range(na):
+        s = 0.0
+        for k in range(nv):
+            s += G[k, a] * v1_t[k]
+        gq[a] = s
+        for b in range(na):
+            s = 0.0
+            for k in range(nv):
+                s += G[k, a] * MG[k, b]
+            Hq[a, b] = s
+        alpha_t[a] = 0.0
+    # the QP in alpha itself: linear term at the reference alpha = 0 is G^T M v_free
+    qs = _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_t, nc, opts[O_QP_REG])
+    if qs != -1:
+        st[S_ITERS] += 1
+        if qs != 0:
+            st[S_QP_WARN] += 1
+    for a in range(na):
+        if not np.isfinite(qp_out[a]):
+            return QP_FAILED
+        alpha[a] = qp_out[a] if qs != -1 else 0.0
+    for i in range(nv):
+        s = Mv[i]
+        for c in range(na):
+            s += G[i, c] * alpha[c]
+        v1[i] = s
+    st[S_ENERGY] = _energy(M0, v1, nv)
+    return OK
+
+
+@njit(cache=True)
+def _forces(cap, mu, alpha, nc, force):
+    """Contact forces (nc x 2: normal, tangential, N) from capacities and weights."""
+    for i in range(nc):
+        a0, a1 = alpha[2 * i], alpha[2 * i + 1]
+        force[i, 0] = cap[i] * (a0 + a1)
+        force[i, 1] = cap[i] * mu[i] * (a0 - a1)
+
+
+@njit(cache=True)
+def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, st, trace, force, depth_cap):
+    """Advance (q, v) in place by one primary step of dt seconds; returns a status.
+
+    method: PGM, ZOPGM (adaptive halving per the paper's Algorithm 2 when opts[O_ADAPTIVE]) or MDP.
+    st receives this step's statistics (S_* indices), force the contact forces at the end
+    (N) and depth_cap the capacities (N) at the end pose. q, v and alpha change only on success.
+    """
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
+    nv = q.shape[0]
+    nc = alpha.shape[0] // 2
+    na = 2 * nc
+    for k in range(st.shape[0]):
+        st[k] = 0.0
+    st[S_MIN_DT] = dt
+    v1 = np.empty(nv)
+    a_try = np.empty(na)
+    if method == MDP:
+        for a in range(na):
+            a_try[a] = alpha[a]
+        status = mdp_step(addr, bufs, q, v, dt, cmd, cp, a_try, v1, joints, umax, nv, nc, opts, st)
+        if status != OK:
+            return status
+        for i in range(nv):
+            q[i] += dt * v1[i]
+            v[i] = v1[i]
+        for a in range(na):
+            alpha[a] = a_try[a]
+        st[S_SUBSTEPS] = 1
+        capoff = nv * nv + nv + nv * na
+        for i in range(nc):
+            depth_cap[i] = exp_out[capoff + i]
+    else:
+        zo = method == ZOPGM
+        t = 0.0
+        h = dt
+        while dt - t > 1e-9 * dt:
+            hc = min(h, dt - t)
+            for a in range(na):
+                a_try[a] = alpha[a]
+            status = pgm_substep(addr, bufs, q, v, hc, cmd, cp, a_try, v1, joints, umax, nv, nc, zo, opts,
+                                 st, trace)
+            if status == OK:
+                for i in range(nv):
+                    q[i] += hc * v1[i]
+                    v[i] = v1[i]
+                for a in range(na):
+                    alpha[a] = a_try[a]
+                t += hc
+                st[S_SUBSTEPS] += 1
+                if hc < st[S_MIN_DT]:
+                    st[S_MIN_DT] = hc
+            else:
+                if opts[O_ADAPTIVE] == 0.0:
+                    return status
+                h = 0.5 * hc
+                st[S_HALVINGS] += 1
+                if h < opts[O_MIN_FRACTION] * dt:
+                    return TOO_SMALL
+        capoff = nv + 2 * nv * nv + nv * na
+        for i in range(nc):
+            depth_cap[i] = imp_out[capoff + i]
+    for i in range(nv):
+        if not (np.isfinite(q[i]) and np.isfinite(v[i])):
+            return NONFINITE
+    _forces(depth_cap, cp[2 * nc:3 * nc], alpha, nc, force)
+    return OK
+
+
+@njit(cache=True)
+def rollout(addr, bufs, q, v, dt, commands, cp, alpha, joints, umax, method, opts, out_q, out_v, out_st):
+    """Apply commands[k] (packed, 5 nu) during step k of dt seconds; record q, v and the step's
+    statistics after each step. Returns (status, steps completed); stops at the first failure."""
+    nc = alpha.shape[0] // 2
+    st = np.zeros(N_STATS)
+    trace = np.empty(0)
+    force = np.empty((nc, 2))
+    cap = np.empty(nc)
+    for k in range(commands.shape[0]):
+        status = nmdp_step(addr, bufs, q, v, dt, commands[k], cp, alpha, joints, umax, method, opts, st, trace,
+                           force, cap)
+        out_st[k, :] = st
+        if status != OK:
+            return status, k
+        out_q[k, :] = q
+        out_v[k, :] = v
+    return OK, commands.shape[0]

@@ -1,0 +1,317 @@
+"""NMDP robot plant (implements `sim.protocol.Plant`) and its options.
+
+    plant = NmdpPlant(get_robot("quadruped"), method="pgm")
+    state = plant.reset(model.q0)
+    state = plant.step(JointCommand(...), 0.01)      # one backward-Euler NMDP step of 10 ms
+
+The joint impedance law tau = clip(tau_ff + kp (q_des - q_j) + kd (v_des - v_j), +-u_max) is
+evaluated at the end of each (sub)step, inside the implicit equations: a stable PD. `method`
+picks first-order PGM ("pgm"), zeroth-order PGM ("zopgm") or the linearised MDP baseline
+("mdp", one QP per step, PD linear-implicit). See docs/NMDP.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from robots.model import RobotModel, check_vector
+
+from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
+from . import kernel as K
+from .qp import DenseQp
+from .terms import nmdp_library
+
+
+class NmdpError(RuntimeError):
+    """A step could not be completed (status text, simulated time t in s, and the state before it)."""
+
+    def __init__(self, message: str, status: int, t: float, q: np.ndarray, v: np.ndarray):
+        super().__init__(message)
+        self.status, self.t, self.q, self.v = status, t, q, v
+
+
+@dataclass(frozen=True)
+class NmdpOptions:
+    """Options of the NMDP plant, validated once (`validated()` raises ValueError naming the field).
+
+    method: "pgm" (first-order), "zopgm" (zeroth-order) or "mdp" (linearised baseline).
+    stiffness: contact stiffness k, N/m: None = each contact's model stiffness, a number or one
+        per contact: the steepest slope of the capacity cap = F S(depth / delta) (sim.nmdp.terms),
+        so delta = 1.5 F / k.
+    force_limit: F, N, the capacity of a fully pressed contact: None = 3 times the robot's
+        weight (largest diagonal entry of M(q0) times g), a number or one per contact.
+    mu: friction coefficients: None = the model's, a number or one per contact (>= 0).
+    max_step: largest primary step, s: `step(cmd, dt)` takes ceil(dt / max_step) equal steps
+        (None: one step of dt).
+    adaptive: halve a substep whose manifold projection diverges (the paper's Algorithm 2).
+    min_substep_fraction: smallest substep allowed, as a fraction of the primary step.
+    newton_rtol: Newton stops when |R| <= newton_rtol * max(M_ii) * max(|v|, 0.1 m/s), N s.
+    max_newton: Newton iterations per projection.
+    pgm_rtol: PGM stops when the predicted decrease of the kinetic energy is below pgm_rtol
+        times 1/2 max(M_ii) max(|v|, 0.1)^2, J.
+    max_iter: PGM outer iterations (QP solves) per substep. max_line_search: halvings of the
+        PGM step before stopping. armijo: sufficient-decrease constant of the line search.
+    qp_reg: relative Tikhonov term added to the QP metric (keeps it positive definite).
+    """
+
+    method: str = "pgm"
+    stiffness: float | Sequence[float] | None = None
+    mu: float | Sequence[float] | None = None
+    force_limit: float | Sequence[float] | None = None
+    max_step: float | None = None
+    adaptive: bool = True
+    min_substep_fraction: float = 2.0 ** -12
+    newton_rtol: float = 1e-9
+    max_newton: int = 30
+    pgm_rtol: float = 1e-6
+    max_iter: int = 200
+    max_line_search: int = 10
+    armijo: float = 1e-4
+    qp_reg: float = 1e-9
+
+    def validated(self, model: RobotModel) -> "NmdpOptions":
+        """Check every field against `model`; raise ValueError naming the field and the fix."""
+        if self.method not in K.METHODS:
+            raise ValueError(f"NmdpPlant: method must be one of {sorted(K.METHODS)}, got {self.method!r}")
+        for name in ("newton_rtol", "pgm_rtol", "armijo", "qp_reg", "min_substep_fraction"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"NmdpPlant: {name} must be a finite number > 0, got {value!r}")
+        if not self.armijo < 1 or not self.min_substep_fraction < 1:
+            raise ValueError("NmdpPlant: armijo and min_substep_fraction must be < 1")
+        for name in ("max_newton", "max_iter", "max_line_search"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"NmdpPlant: {name} must be an integer >= 1, got {value!r}")
+        if self.max_step is not None and not (math.isfinite(self.max_step) and self.max_step > 0):
+            raise ValueError(f"NmdpPlant: max_step must be None or a finite number > 0 (s), got {self.max_step!r}")
+        per_contact(model, "stiffness", self.stiffness, [c.stiffness for c in model.contacts], positive=True)
+        per_contact(model, "mu", self.mu, [c.mu for c in model.contacts], positive=False)
+        if self.force_limit is not None:
+            per_contact(model, "force_limit", self.force_limit, [1.0] * model.nc, positive=True)
+        return self
+
+
+def per_contact(model: RobotModel, name: str, value, default: Sequence[float], *, positive: bool) -> np.ndarray:
+    """`value` (None = `default`, a number, or one per contact) as an (nc,) array, checked:
+    finite and >= 0 (> 0 if `positive`); the ValueError names the field and the contact."""
+    arr = np.array(default if value is None else np.broadcast_to(np.asarray(value, dtype=float), (model.nc,)),
+                   dtype=float)
+    if arr.shape != (model.nc,):
+        raise ValueError(f"NmdpPlant: {name} must be a number or {model.nc} values, got {value!r}")
+    for c, x in zip(model.contacts, arr):
+        if not np.isfinite(x) or x < 0 or (positive and x == 0):
+            need = "> 0" if positive else ">= 0"
+            hint = " (the model's contact has none: pass stiffness=...)" if value is None and name == "stiffness" else ""
+            raise ValueError(f"NmdpPlant: {name} of contact {c.name!r} must be finite and {need}, got {x}{hint}")
+    return arr
+
+
+class NmdpPlant:
+    """A robot plant integrated by NMDP (backward Euler + maximal dissipation by PGM) or the
+    linearised MDP baseline. Implements `sim.protocol.Plant`.
+
+    Args:
+        model: a planar RobotModel (nq == nv) with at least one contact.
+        options: an `NmdpOptions`; keyword arguments override its fields (e.g. method="zopgm").
+        cache_dir, verbose: code-generation cache folder and whether to announce compiling.
+    """
+
+    def __init__(self, model: RobotModel, options: NmdpOptions | None = None, *,
+                 cache_dir: Path | str | None = None, verbose: bool = True, **overrides):
+        if model.nq != model.nv:
+            raise ValueError(f"{model.name}: the NMDP plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
+        if model.nc == 0:
+            raise ValueError(f"{model.name}: the NMDP plant needs at least one contact")
+        unknown = set(overrides) - {f.name for f in fields(NmdpOptions)}
+        if unknown:
+            raise ValueError(f"NmdpPlant: unknown option(s) {sorted(unknown)}; see NmdpOptions")
+        base = options if options is not None else NmdpOptions()
+        self.options = NmdpOptions(**{**{f.name: getattr(base, f.name) for f in fields(NmdpOptions)},
+                                      **overrides}).validated(model)
+        o = self.options
+        self.model = model
+        nv, nu, nc = model.nv, model.nu, model.nc
+        na = 2 * nc
+        self.method = o.method
+        self._method = K.METHODS[o.method]
+        self.stiffness = per_contact(model, "stiffness", o.stiffness, [c.stiffness for c in model.contacts],
+                                     positive=True)
+        self.mu = per_contact(model, "mu", o.mu, [c.mu for c in model.contacts], positive=False)
+        self._lib = nmdp_library(model, cache_dir, verbose)
+        if o.force_limit is None:
+            m0 = self._lib["nmdp_explicit"](model.q0, np.zeros(nv), np.zeros(3 * nc))[0].reshape(nv, nv)
+            self.force_limit = np.full(nc, 3.0 * float(np.max(np.diag(m0))) * model.gravity)
+        else:
+            self.force_limit = per_contact(model, "force_limit", o.force_limit, [1.0] * nc, positive=True)
+        self.depth_scale = 1.5 * self.force_limit / self.stiffness
+        self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
+        self._qp = DenseQp(na, nc, cache_dir=cache_dir, verbose=verbose)
+        self._addr = np.array([self._lib["nmdp_implicit"].address, self._lib["nmdp_explicit"].address,
+                               self._qp.solve_address, self._qp.handle], dtype=np.int64)
+        self._joints = actuated_joints(model)
+        self._umax = np.where(np.isfinite(model.u_max), model.u_max, 1e300).astype(float)
+        self._opts = np.zeros(K.N_OPTS)
+        self._opts[K.O_NEWTON_RTOL] = o.newton_rtol
+        self._opts[K.O_MAX_NEWTON] = o.max_newton
+        self._opts[K.O_PGM_RTOL] = o.pgm_rtol
+        self._opts[K.O_MAX_ITER] = o.max_iter
+        self._opts[K.O_ARMIJO] = o.armijo
+        self._opts[K.O_MAX_LS] = o.max_line_search
+        self._opts[K.O_MIN_FRACTION] = o.min_substep_fraction
+        self._opts[K.O_ADAPTIVE] = 1.0 if o.adaptive else 0.0
+        self._opts[K.O_QP_REG] = o.qp_reg
+        imp, exp = self._lib["nmdp_implicit"], self._lib["nmdp_explicit"]
+        self._bufs = (
+            np.zeros(imp.n_in), np.zeros(imp.n_out), np.zeros(exp.n_in), np.zeros(exp.n_out),
+            np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv, dtype=np.int64), np.zeros(nv),
+            np.zeros((nv, na)), np.zeros((nv, na)), np.zeros((na, na)), np.zeros(na),
+            np.zeros(self._qp.n_in), np.zeros(self._qp.n_out), np.zeros(na), np.zeros(nv), np.zeros(nv),
+        )
+        self._cmd = np.zeros(5 * nu)
+        self._st = np.zeros(K.N_STATS)
+        self._trace = np.zeros(0)
+        self._force = np.zeros((nc, 2))
+        self._cap = np.zeros(nc)
+        self.q = np.array(model.q0, dtype=float)
+        self.v = np.zeros(nv)
+        self.alpha = np.zeros(na)
+        self.t = 0.0
+        self._ready = False
+        self._totals = dict(steps=0, iters=0, newton=0, substeps=0, halvings=0, ls_stops=0, qp_warnings=0,
+                            max_iter_hits=0)
+        self._min_dt = math.inf
+
+    # ------------------------------------------------------------------ protocol
+    def reset(self, q, v=None, t: float = 0.0) -> PlantState:
+        """Set the state (q, v) at time t (s); contact weights start at zero. Returns the state."""
+        m = self.model
+        q = check_vector(m, "q", q, m.nq)
+        v = np.zeros(m.nv) if v is None else check_vector(m, "v", v, m.nv)
+        if not (isinstance(t, (int, float)) and math.isfinite(t)):
+            raise ValueError(f"{m.name}: t must be a finite number (s), got {t!r}")
+        self.q[:], self.v[:], self.t = q, v, float(t)
+        self.alpha[:] = 0.0
+        self._force[:] = 0.0
+        self._cap[:] = 0.0
+        self._cmd[:] = 0.0
+        self._ready = True
+        return self.state()
+
+    def set_command(self, command: JointCommand) -> None:
+        """Hold `command` (validated against the model) until the next call."""
+        self._cmd[:] = pack_command(command, self.model)
+
+    def step(self, command: JointCommand | None, dt: float) -> PlantState:
+        """Advance dt seconds (one primary step, or ceil(dt / max_step)) holding `command`
+        (None keeps the previous one); returns the state. Raises NmdpError if a step fails."""
+        if not self._ready:
+            raise RuntimeError(f"{self.model.name}: call reset() before step()")
+        dt = self._check_dt(dt, "dt")
+        if command is not None:
+            self.set_command(command)
+        n = 1 if self.options.max_step is None else max(1, math.ceil(dt / self.options.max_step - 1e-9))
+        h = dt / n
+        for _ in range(n):
+            self._advance(h)
+        return self.state()
+
+    def _advance(self, h: float) -> None:
+        q0, v0 = self.q.copy(), self.v.copy()
+        status = K.nmdp_step(self._addr, self._bufs, self.q, self.v, h, self._cmd, self._cp, self.alpha,
+                             self._joints, self._umax, self._method, self._opts, self._st, self._trace,
+                             self._force, self._cap)
+        if status != K.OK:
+            self.q[:], self.v[:] = q0, v0
+            raise NmdpError(f"{self.model.name}: {self.method} step of {h:g} s at t={self.t:.6g} failed: "
+                            f"{K.STATUS_TEXT[status]}", status, self.t, q0, v0)
+        self.t += h
+        self._accumulate(self._st)
+
+    def _accumulate(self, st: np.ndarray) -> None:
+        tot = self._totals
+        tot["steps"] += 1
+        for name, idx in (("iters", K.S_ITERS), ("newton", K.S_NEWTON), ("substeps", K.S_SUBSTEPS),
+                          ("halvings", K.S_HALVINGS), ("ls_stops", K.S_LS_STOPS), ("qp_warnings", K.S_QP_WARN),
+                          ("max_iter_hits", K.S_MAX_ITER_HITS)):
+            tot[name] += int(st[idx])
+        self._min_dt = min(self._min_dt, float(st[K.S_MIN_DT]))
+
+    def rollout(self, commands: np.ndarray | list[JointCommand], dt: float) -> dict:
+        """Apply commands[k] during step k of dt seconds, all in compiled code.
+
+        commands: JointCommands or an array (n x 5 nu) of packed commands (see `pack_command`).
+        Returns {"q": n x nq, "v": n x nv, "stats": n x N_STATS (kernel.STAT_NAMES), "status",
+        "steps"}; stops at the first failed step (status != 0, rows after it are NaN).
+        """
+        if not self._ready:
+            raise RuntimeError(f"{self.model.name}: call reset() before rollout()")
+        dt = self._check_dt(dt, "dt")
+        if self.options.max_step is not None and dt > self.options.max_step:
+            raise ValueError(f"NmdpPlant.rollout: dt={dt} exceeds max_step={self.options.max_step}; "
+                             "pass dt <= max_step")
+        if isinstance(commands, np.ndarray):
+            packed = np.ascontiguousarray(commands, dtype=np.float64)
+            if packed.ndim != 2 or packed.shape[1] != 5 * self.model.nu or not np.isfinite(packed).all():
+                raise ValueError(f"NmdpPlant.rollout: commands must be finite, shape (n, {5 * self.model.nu})")
+        else:
+            packed = np.stack([pack_command(c, self.model) for c in commands]) if len(commands) else \
+                np.zeros((0, 5 * self.model.nu))
+        n = packed.shape[0]
+        out_q = np.full((n, self.model.nq), np.nan)
+        out_v = np.full((n, self.model.nv), np.nan)
+        out_st = np.zeros((n, K.N_STATS))
+        status, done = K.rollout(self._addr, self._bufs, self.q, self.v, float(dt), packed, self._cp, self.alpha,
+                                 self._joints, self._umax, self._method, self._opts, out_q, out_v, out_st)
+        for k in range(min(done + (status != K.OK), n)):
+            self._accumulate(out_st[k])
+        self.t += done * dt
+        if done:
+            self._cmd[:] = packed[done - 1]
+        return {"q": out_q, "v": out_v, "stats": out_st, "status": int(status), "steps": int(done),
+                "status_text": K.STATUS_TEXT[int(status)]}
+
+    def solve_step(self, dt: float, command: JointCommand | None = None, *, trace_len: int = 256) -> dict:
+        """Diagnostics: one primary step from the current state WITHOUT changing it.
+
+        Returns {"status", "q", "v", "alpha", "stats" (name -> value), "trace": the PGM objective
+        (kinetic energy at the next step, J) after each accepted iteration of the last substep}.
+        """
+        dt = self._check_dt(dt, "dt")
+        cmd = self._cmd.copy() if command is None else pack_command(command, self.model)
+        q, v, alpha = self.q.copy(), self.v.copy(), self.alpha.copy()
+        st, trace = np.zeros(K.N_STATS), np.zeros(trace_len)
+        force, cap = np.zeros_like(self._force), np.zeros_like(self._cap)
+        status = K.nmdp_step(self._addr, self._bufs, q, v, dt, cmd, self._cp, alpha, self._joints, self._umax,
+                             self._method, self._opts, st, trace, force, cap)
+        return {"status": int(status), "q": q, "v": v, "alpha": alpha, "force": force,
+                "stats": dict(zip(K.STAT_NAMES, st.tolist())), "trace": trace[:int(st[K.S_TRACE_N])].copy()}
+
+    def state(self) -> PlantState:
+        """The current PlantState (fresh arrays): contact = penetrating (capacity > 0), force =
+        (normal, tangential) in N from the last step, tau = the impedance torque at the state."""
+        m, c = self.model, self._cmd
+        nu, j = m.nu, self._joints
+        tau = np.clip(c[:nu] + c[3 * nu:4 * nu] * (c[nu:2 * nu] - self.q[j])
+                      + c[4 * nu:] * (c[2 * nu:3 * nu] - self.v[j]), -self._umax, self._umax)
+        return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau)
+
+    @property
+    def stats(self) -> dict:
+        """Cumulative counters since construction: steps, PGM iterations (QP solves), Newton
+        iterations, substeps, halvings, line-search stops, QP warnings, iteration-limit hits,
+        and min_dt, the smallest substep used (s)."""
+        return {**self._totals, "min_dt": self._min_dt}
+
+    def last_step(self) -> dict:
+        """Statistics of the last primary step (kernel.STAT_NAMES)."""
+        return dict(zip(K.STAT_NAMES, self._st.tolist()))
+
+    def _check_dt(self, dt, name: str) -> float:
+        if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"{self.model.name}: {name} must be a finite number > 0 (s), got {dt!r}")
+        return float(dt)

@@ -1,0 +1,116 @@
+"""The NMDP contact model and backward-Euler residual, symbolic (CasADi) and compiled to C.
+
+Contact model (seed 002, Remark 4; DESIGN.md 3.2). Contact i has depth d_i(q) = -phi_i(q) (m)
+and a force polytope with two vertices in the plane, the edges of the linearised friction
+cone scaled by a smooth, saturating capacity:
+
+    cap_i(q) = F_i S(d_i(q) / delta_i)  (N),   S(x) = 0 (x <= 0), 3 x^2 - 2 x^3 (0 < x < 1), 1 (x >= 1),
+    f_i = sum_j alpha_ij cap_i (n + j mu_i t),  j = +-1,  alpha_i >= 0,  sum_j alpha_ij <= 1.
+
+So 0 <= fn_i <= cap_i and |ft_i| <= mu_i fn_i. S is C1, so the vertices are differentiable in
+q (assumption A V.3 of the paper). F_i is the force limit (N) and delta_i the depth over which
+the capacity builds up; the stiffness k_i = 1.5 F_i / delta_i (N/m) is the steepest slope of
+cap_i. The capacity saturates on purpose: with an unbounded one (k times depth), maximal
+dissipation at large steps "buys" friction by sinking a loaded foot deeper within one step
+(measured: 16-40 mm penetrations of the trotting quadruped at 20 ms; docs/NMDP.md).
+In generalized coordinates the vertices are the columns of W(q) (nv x 2 nc):
+W[:, 2i + (0, 1)] = cap_i (Jn_i +- mu_i Jt_i)^T.
+
+Backward-Euler step of length dt from (q, v) to v1, q1 = q + dt v1 (velocity form of the
+paper's (q_next - 2 q + q_prev) / dt^2, so that steps may change size), residual in N s:
+
+    R(v1; alpha) = M(q1) (v1 - v) + dt [h(q1, v1) - B tau(q1, v1) - W(q1) alpha],
+    tau = clip(tau_ff + kp (q_des - q1_j) + kd (v_des - v1_j), -u_max, u_max),
+
+i.e. the joint impedance law evaluated at the end of the step (a stable PD). Its Jacobian
+K = dR/dv1 is exact for first-order PGM; `Kzo` drops the derivative of the vertices'
+capacity with respect to q (zeroth-order PGM keeps J(q)'s own derivative, which is robot
+kinematics, not contact model).
+
+Generated functions (flat C, inputs concatenated, outputs row-major):
+- nmdp_implicit(q, v, v1, alpha, dt, cmd[5 nu], cp[3 nc]) -> R, K, Kzo, W(q1), cap(q1)
+- nmdp_explicit(q, v, cp) -> M(q), h(q, v), W(q), cap(q)
+with cp = [F (nc), delta (nc), mu (nc)]. The explicit one serves the linearised MDP baseline
+and the metric of the NMDP objective.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from robots.codegen import CompiledLibrary, compile_functions
+from robots.model import RobotModel
+
+
+def smoothstep(x: ca.SX) -> ca.SX:
+    """S(x): 0 for x <= 0, 3 x^2 - 2 x^3 on (0, 1), 1 for x >= 1 (C1, dimensionless)."""
+    return ca.if_else(x <= 0, 0, ca.if_else(x < 1, x * x * (3 - 2 * x), 1))
+
+
+def vertex_matrix(model: RobotModel, q: ca.SX, force: ca.SX, delta: ca.SX, mu: ca.SX,
+                  cap_override: ca.SX | None = None) -> tuple[ca.SX, ca.SX]:
+    """(W, cap): generalized vertex forces (nv x 2 nc, N or N m) and capacities (nc, N) at q.
+
+    With `cap_override` the capacities are that symbol (used to drop their q-derivatives).
+    """
+    phi = ca.substitute(model.contact_gaps(), model.q, q)
+    jn = ca.substitute(model.normal_jacobian(), model.q, q)
+    jt = ca.substitute(model.tangent_jacobian(), model.q, q)
+    cap = ca.vertcat(*[force[i] * smoothstep(-phi[i] / delta[i]) for i in range(model.nc)])
+    c = cap if cap_override is None else cap_override
+    cols = []
+    for i in range(model.nc):
+        cols.append(c[i] * (jn[i, :] + mu[i] * jt[i, :]).T)
+        cols.append(c[i] * (jn[i, :] - mu[i] * jt[i, :]).T)
+    return ca.horzcat(*cols), cap
+
+
+def joint_torque(model: RobotModel, q1: ca.SX, v1: ca.SX, cmd: ca.SX) -> ca.SX:
+    """Clipped joint impedance torques (nu, N m) at (q1, v1) for cmd = [tau_ff, q_des, v_des, kp, kd]."""
+    nu = model.nu
+    B = ca.DM(model.B)
+    tau_ff, q_des, v_des = cmd[0:nu], cmd[nu:2 * nu], cmd[2 * nu:3 * nu]
+    kp, kd = cmd[3 * nu:4 * nu], cmd[4 * nu:5 * nu]
+    tau = tau_ff + kp * (q_des - B.T @ q1) + kd * (v_des - B.T @ v1)
+    umax = ca.DM(np.where(np.isfinite(model.u_max), model.u_max, 1e300))
+    return ca.fmin(ca.fmax(tau, -umax), umax)
+
+
+def nmdp_functions(model: RobotModel) -> list[ca.Function]:
+    """The two CasADi Functions of the module docstring for `model`."""
+    nv, nu, nc = model.nv, model.nu, model.nc
+    q, v = model.q, model.v
+    v1 = ca.SX.sym("v1", nv)
+    alpha = ca.SX.sym("alpha", 2 * nc)
+    dt = ca.SX.sym("dt")
+    cmd = ca.SX.sym("cmd", 5 * nu)
+    cp = ca.SX.sym("cp", 3 * nc)
+    force, delta, mu = cp[0:nc], cp[nc:2 * nc], cp[2 * nc:3 * nc]
+    B = ca.DM(model.B)
+
+    q1 = q + dt * v1
+    M1 = ca.substitute(model.mass_matrix, q, q1)
+    h1 = ca.substitute(ca.substitute(model.bias, q, q1), v, v1)
+    tau1 = joint_torque(model, q1, v1, cmd)
+    W1, cap1 = vertex_matrix(model, q1, force, delta, mu)
+    R = M1 @ (v1 - v) + dt * (h1 - B @ tau1 - W1 @ alpha)
+    K = ca.jacobian(R, v1)
+    frozen = ca.SX.sym("cap_frozen", nc)
+    W1f, _ = vertex_matrix(model, q1, force, delta, mu, cap_override=frozen)
+    Rf = M1 @ (v1 - v) + dt * (h1 - B @ tau1 - W1f @ alpha)
+    Kzo = ca.substitute(ca.jacobian(Rf, v1), frozen, cap1)
+    implicit = ca.Function("nmdp_implicit", [q, v, v1, alpha, dt, cmd, cp], [R, K, Kzo, W1, cap1],
+                           ["q", "v", "v1", "alpha", "dt", "cmd", "cp"], ["R", "K", "Kzo", "W", "cap"])
+
+    W0, cap0 = vertex_matrix(model, q, force, delta, mu)
+    explicit = ca.Function("nmdp_explicit", [q, v, cp], [model.mass_matrix, model.bias, W0, cap0],
+                           ["q", "v", "cp"], ["M", "h", "W", "cap"])
+    return [implicit, explicit]
+
+
+def nmdp_library(model: RobotModel, cache_dir: Path | str | None = None, verbose: bool = True) -> CompiledLibrary:
+    """Compile (once per content hash) and load the model's NMDP functions."""
+    return compile_functions(nmdp_functions(model), lib_name=f"{model.name}-nmdp", cache_dir=cache_dir,
+                             verbose=verbose)
