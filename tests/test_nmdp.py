@@ -1,0 +1,216 @@
+"""NMDP plant (issue 6): resting and sliding blocks, PGM monotonicity, step halving, errors.
+
+The incline is a flat-ground block whose gravity is split along the slope: vertical gravity
+g cos(angle) and a constant force m g sin(angle) on an actuated x slide, which is the same
+dynamics in the slope's frame.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from robots import get_robot
+from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
+from sim.nmdp import NmdpError, NmdpPlant
+from sim.nmdp.qp import DenseQp
+from sim.nmdp.terms import nmdp_library
+from sim.protocol import JointCommand
+
+G = 9.81
+
+
+def incline_block(angle: float, mu: float, m: float = 2.0, width: float = 0.4, height: float = 0.1):
+    """A box (x, z, theta) on a slope of `angle` rad, built as described in the module docstring."""
+    hw, hh = width / 2, height / 2
+    corners = tuple(PointContact(name, "block", (sx * hw, -hh), mu=mu) for name, sx in (("left", -1.0), ("right", 1.0)))
+    body = Body("block", None, (0.0, 0.0),
+                (Joint("x", "slide_x", actuated=True), Joint("z", "slide_z"), Joint("theta", "hinge", axis_sign=-1)),
+                m, inertia=m * (width ** 2 + height ** 2) / 12)
+    tree = PlanarTree("incline_block", (body,), corners, gravity=G * math.cos(angle), params={"m": m})
+    return build_planar_robot(tree, q0=[0.0, hh, 0.0])
+
+
+def slope_push(model, angle: float) -> JointCommand:
+    """The along-slope part of gravity, m g sin(angle) (N), as a constant force on the x slide."""
+    return JointCommand.torque(np.array([model.params["m"] * G * math.sin(angle)]))
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+
+def test_hpipm_qp_solves_a_projection():
+    qp = DenseQp(2, 1)
+    # min 1/2 |x - (0.8, 0.6)|^2  s.t.  0 <= x <= 1, x0 + x1 <= 1  ->  (0.6, 0.4)
+    x, iters, status = qp.solve(np.eye(2), [-0.8, -0.6], [0, 0], [1, 1], [[1.0, 1.0]], [-1.0], [1.0])
+    assert status == 0 and iters > 0
+    np.testing.assert_allclose(x, [0.6, 0.4], atol=1e-7)
+
+
+def test_generated_jacobians_match_finite_differences():
+    model = get_robot("hopper")
+    fn = nmdp_library(model, verbose=False)["nmdp_implicit"]
+    nv, nu, nc = model.nv, model.nu, model.nc
+    q = model.q0 + np.array([0.01, -0.003, 0.2, -0.3])  # foot 3 mm deep, leg bent
+    v = np.array([0.3, -0.5, 1.0, -2.0])
+    alpha = np.array([0.4, 0.1])
+    cmd = np.concatenate([np.zeros(nu), [0.1, -0.2], np.zeros(nu), [50.0, 50.0], [2.0, 2.0]])
+    cp = np.concatenate([[300.0], [0.004], [0.8]])  # F (N), delta (m), mu
+    dt = 0.01
+    v1 = v + 0.1
+
+    def residual(x, a=alpha):
+        return fn(q, v, x, a, [dt], cmd, cp)[0]
+
+    R, K, Kzo, W, cap = fn(q, v, v1, alpha, [dt], cmd, cp)
+    K = K.reshape(nv, nv)
+    fd = np.column_stack([(residual(v1 + h) - residual(v1 - h)) / 2e-7 for h in 1e-7 * np.eye(nv)])
+    np.testing.assert_allclose(K, fd, rtol=1e-5, atol=1e-6)
+    assert cap[0] > 0
+    assert np.abs(K - Kzo.reshape(nv, nv)).max() > 1e-3  # the capacity's q-derivative matters here
+    _, K0, Kzo0, _, _ = fn(q, v, v1, np.zeros(2 * nc), [dt], cmd, cp)
+    np.testing.assert_allclose(K0, Kzo0, atol=1e-12)  # ... and drops out when the contact is idle
+
+
+# ----------------------------------------------------------------------------- physics
+
+
+@pytest.mark.parametrize("method", ["pgm", "zopgm", "mdp"])
+def test_block_at_rest_stays_within_1mm_for_2s_at_10ms(method):
+    model = get_robot("block")
+    plant = NmdpPlant(model, method=method, stiffness=1e6, verbose=False)
+    plant.reset(model.q0)
+    qs = np.array([plant.step(JointCommand.zero(0), 0.01).q for _ in range(200)])
+    assert np.abs(qs - model.q0).max() < 1e-3
+    state = plant.state()
+    assert state.contact.all()
+    assert state.force[:, 0].sum() == pytest.approx(model.params["m"] * G, rel=1e-3)  # resting: weight carried
+
+
+@pytest.mark.parametrize("method", ["pgm", "zopgm"])
+def test_block_sticks_on_an_incline_when_tan_below_mu(method):
+    angle, mu = math.radians(20.0), 0.5  # tan = 0.36 < 0.5
+    model = incline_block(angle, mu)
+    plant = NmdpPlant(model, method=method, stiffness=1e6, verbose=False)
+    plant.reset(model.q0)
+    cmd = slope_push(model, angle)
+    xs = [plant.step(cmd, 0.005).q[0] for _ in range(200)]
+    assert abs(xs[-1]) < 1e-4  # no sliding over 1 s
+    assert np.ptp(xs[100:]) < 1e-6  # and no creep once settled
+
+
+@pytest.mark.parametrize("method", ["pgm", "zopgm", "mdp"])
+@pytest.mark.parametrize("deg, mu", [(35.0, 0.5), (50.0, 0.3)])
+def test_block_slides_with_coulomb_acceleration(method, deg, mu):
+    angle = math.radians(deg)
+    model = incline_block(angle, mu)
+    plant = NmdpPlant(model, method=method, stiffness=1e6, verbose=False)
+    plant.reset(model.q0)
+    cmd = slope_push(model, angle)
+    dt = 0.005
+    t = dt * np.arange(1, 201)
+    x = np.array([plant.step(cmd, dt).q[0] for _ in t])
+    late = t > 0.2
+    accel = 2.0 * np.polyfit(t[late], x[late], 2)[0]
+    assert accel == pytest.approx(G * (math.sin(angle) - mu * math.cos(angle)), rel=0.05)
+
+
+def test_pgm_objective_decreases_monotonically_on_a_fixed_step():
+    model = get_robot("block")
+    plant = NmdpPlant(model, method="pgm", stiffness=1e6, pgm_rtol=1e-12, verbose=False)
+    q0 = model.q0.copy()
+    q0[1] += 0.01
+    q0[2] = 0.1
+    plant.reset(q0, [0.5, -1.0, 1.0])  # tilted, spinning, landing on one corner
+    res = plant.solve_step(0.02, JointCommand.zero(0))
+    assert res["status"] == 0 and res["stats"]["halvings"] == 0
+    trace = res["trace"]
+    assert len(trace) >= 3
+    assert np.all(np.diff(trace) <= 1e-12 * trace[0]), trace
+    assert trace[-1] < 0.5 * trace[0]
+    np.testing.assert_array_equal(plant.q, q0)  # solve_step leaves the plant untouched
+
+
+def test_hard_step_triggers_halving_and_completes():
+    model = get_robot("block")
+    plant = NmdpPlant(model, method="pgm", stiffness=1e7, verbose=False)
+    q0 = model.q0.copy()
+    q0[1] += 0.01
+    plant.reset(q0, [0.5, -3.0, 1.0])  # 3 m/s into a very stiff floor in one 50 ms step
+    state = plant.step(JointCommand.zero(0), 0.05)
+    last = plant.last_step()
+    assert last["halvings"] >= 1 and last["min_dt"] < 0.05
+    assert last["substeps"] >= 2
+    assert state.t == pytest.approx(0.05)
+    assert np.isfinite(state.q).all() and np.isfinite(state.v).all()
+    assert plant.stats["min_dt"] == last["min_dt"]
+    # without Algorithm 2 the same step is reported as a failure, state untouched
+    rigid = NmdpPlant(model, method="pgm", stiffness=1e7, adaptive=False, verbose=False)
+    rigid.reset(q0, [0.5, -3.0, 1.0])
+    with pytest.raises(NmdpError, match="diverged"):
+        rigid.step(JointCommand.zero(0), 0.05)
+    np.testing.assert_array_equal(rigid.q, q0)
+
+
+@pytest.mark.parametrize("method", ["pgm", "mdp"])
+def test_hopper_stands_on_its_pd(method):
+    model = get_robot("hopper")
+    plant = NmdpPlant(model, method=method, stiffness=2e5, verbose=False)
+    plant.reset(model.q0)
+    cmd = JointCommand(np.zeros(2), model.q0[2:].copy(), np.zeros(2), np.full(2, 200.0), np.full(2, 5.0))
+    for _ in range(100):
+        state = plant.step(cmd, 0.01)
+    assert abs(state.q[1] - model.q0[1]) < 0.02  # still standing after 1 s
+    assert np.abs(state.q[2:] - model.q0[2:]).max() < 0.05
+    assert state.contact[0] and state.force[0, 0] > 0.5 * 6.3 * G
+
+
+def test_quadruped_rollout_equals_step_loop():
+    model = get_robot("quadruped")
+    nu = model.nu
+    cmd = JointCommand(np.zeros(nu), model.q0[3:].copy(), np.zeros(nu), np.full(nu, 100.0), np.full(nu, 3.0))
+    a = NmdpPlant(model, method="pgm", stiffness=2e5, verbose=False)
+    a.reset(model.q0)
+    states = [a.step(cmd, 0.02).q for _ in range(25)]
+    b = NmdpPlant(model, method="pgm", stiffness=2e5, verbose=False)
+    b.reset(model.q0)
+    out = b.rollout([cmd] * 25, 0.02)
+    assert out["status"] == 0 and out["steps"] == 25
+    np.testing.assert_allclose(out["q"], np.array(states), atol=1e-12)
+    assert abs(states[-1][2]) < 0.05 and states[-1][1] > 0.25  # standing, level
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def test_bad_parameters_give_errors_naming_the_field():
+    model = get_robot("block")
+    with pytest.raises(ValueError, match="mu of contact 'left' must be finite and >= 0"):
+        NmdpPlant(model, mu=-0.1, verbose=False)
+    with pytest.raises(ValueError, match="stiffness"):
+        NmdpPlant(model, stiffness=0.0, verbose=False)
+    with pytest.raises(ValueError, match="method must be one of"):
+        NmdpPlant(model, method="newton", verbose=False)
+    with pytest.raises(ValueError, match="max_iter"):
+        NmdpPlant(model, max_iter=0, verbose=False)
+    with pytest.raises(ValueError, match="unknown option"):
+        NmdpPlant(model, stifness=1e5, verbose=False)
+    plant = NmdpPlant(model, verbose=False)
+    with pytest.raises(RuntimeError, match="reset"):
+        plant.step(JointCommand.zero(0), 0.01)
+    plant.reset(model.q0)
+    for bad in (-0.01, 0.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="dt must be a finite number > 0"):
+            plant.step(JointCommand.zero(0), bad)
+    with pytest.raises(ValueError, match=r"q contains non-finite values \(z=nan\)"):
+        plant.reset([0.0, math.nan, 0.0])
+    with pytest.raises(ValueError, match="v contains non-finite"):
+        plant.reset(model.q0, [0.0, math.inf, 0.0])
+    with pytest.raises(ValueError, match="t must be a finite number"):
+        plant.reset(model.q0, t=math.nan)
+    hopper = get_robot("hopper")
+    hp = NmdpPlant(hopper, verbose=False)
+    hp.reset(hopper.q0)
+    with pytest.raises(ValueError, match="kp"):
+        hp.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 1.0]), np.zeros(2)), 0.01)
