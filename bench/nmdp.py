@@ -16,7 +16,9 @@ Figures per method (lists over dt):
 - us_per_step: wall time per primary step of the compiled rollout (warm), and its ratio to
   one MuJoCo step of the exported quadruped MJCF (`mujoco.rollout`, the MJCF's own 1 ms step,
   implicitfast, the robot settling on its four feet from the standing pose).
-Contact stiffness 2e5 N/m with the default force limit (3 x weight) for every method.
+pgm_fixed_step: the same first-order PGM with Algorithm 2 switched off (adaptive=False), to
+show where a fixed step stops converging. Contact stiffness 2e5 N/m with the default force
+limit (3 x weight) for every method.
 One PNG (torso pitch and x against time, per method and dt) goes under runs/bench/.
 """
 from __future__ import annotations
@@ -216,6 +218,13 @@ def bench_nmdp_stability(args) -> dict:
         result[method] = {k: [rows[d][k] for d in DT_MS] for k in keys}
         result[method]["us_per_step_vs_mujoco"] = [rows[d]["us_per_step"] / mj_us for d in DT_MS]
     result["mujoco_us_per_step"] = mj_us
+    # the same first-order PGM without Algorithm 2: where does a fixed step stop converging?
+    fixed = NmdpPlant(model, method="pgm", stiffness=STIFFNESS, adaptive=False, verbose=False)
+    rows = {}
+    for dt_ms in DT_MS:
+        _progress(f"nmdp-stability: pgm without step halving at {dt_ms} ms")
+        rows[dt_ms] = run_case(fixed, trot_commands(model, dt_ms * 1e-3), dt_ms * 1e-3, fns)
+    result["pgm_fixed_step"] = {k: [rows[d][k] for d in DT_MS] for k in ("completed", "stable", "x_final_m", "status")}
     pgm_x = np.array(result["pgm"]["x_final_m"])
     mdp_x = np.array(result["mdp"]["x_final_m"])
     mdp_drift = [float(abs(x - mdp_x[0]) / abs(mdp_x[0])) for x in mdp_x]
@@ -232,4 +241,16 @@ def bench_nmdp_stability(args) -> dict:
     path = png_path("nmdp-stability")
     _plot(traj, path)
     result["png"] = path
-    return result
+    return _finite_or_none(result)
+
+
+def _finite_or_none(obj):
+    """The result with NaN/inf floats (runs that failed before producing a value) as None, so
+    that the JSON output is standard JSON."""
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite_or_none(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
