@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import zmq
 
 from . import protocol as P
+from .lifecycle import install_stop_handlers, restore_handlers
 from .security import secure_client
 
 EXIT_OK, EXIT_PLANT_SILENT = 0, 3
@@ -64,7 +64,7 @@ class ControllerClient:
         sock.setsockopt(zmq.LINGER, 0)
         secure_client(sock, o.curve_keys)
         sock.connect(self.endpoint)
-        old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        old = install_stop_handlers(self._on_signal)
         log_file = writer = None
         if o.log_dir:
             Path(o.log_dir).mkdir(parents=True, exist_ok=True)
@@ -117,8 +117,7 @@ class ControllerClient:
                         log_file.flush()
                         last_flush = time.monotonic()
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            restore_handlers(old)
             if log_file is not None:
                 log_file.close()
             sock.close(linger=0)

@@ -15,9 +15,11 @@ REASONS, so servers can count rejections by cause.
 from __future__ import annotations
 
 import json
+import math
 import struct
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -58,6 +60,7 @@ class Dims:
     nc: int
 
 
+@lru_cache(maxsize=256)
 def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple], ...]:
     """(field name, dtype, shape) of each array of a message type. JSON messages carry one
     u8 array "json" of any length; PLAN arrays have a free first dimension (-1)."""
@@ -76,6 +79,20 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
     if msg_type == PLAN:
         return (("t", f8, (-1,)), ("x", f8, (-1, dims.nq + dims.nv)), ("u", f8, (-1, dims.nu)))
     raise ProtocolError("type", f"unknown message type {msg_type}")
+
+
+@lru_cache(maxsize=256)
+def _fixed_layout(msg_type: int, dims: Dims | None) -> tuple[bytes, tuple[int, ...]] | None:
+    """(exact descriptor bytes, frame sizes) of a schema without free dimensions, else None."""
+    try:
+        fields = schema(msg_type, dims)
+    except ProtocolError:
+        return None
+    if any(-1 in shape for _, _, shape in fields):
+        return None
+    desc = b"".join(DESC.pack(i, DTYPE_CODES[dt], len(sh), *(sh + (0,) * (2 - len(sh))), 0)
+                    for i, (_, dt, sh) in enumerate(fields))
+    return desc, tuple(math.prod(sh) * dt.itemsize for _, dt, sh in fields)
 
 
 @dataclass
@@ -140,6 +157,23 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
         raise ProtocolError("unexpected", f"{TYPE_NAMES[msg_type]} not expected here "
                                           f"(expected {[TYPE_NAMES[e] for e in expect]})")
     fields = schema(msg_type, dims)
+    fast = _fixed_layout(msg_type, dims)
+    if fast is not None and len(frames) == 1 + count and bytes(head[FIXED.size:]) == fast[0]:
+        # fast path: the descriptors are exactly the schema's; only sizes and values remain
+        arrays = {}
+        for (name, dtype, shape), nbytes, frame in zip(fields, fast[1], frames[1:]):
+            buf = memoryview(frame).cast("B")
+            if buf.nbytes != nbytes:
+                raise ProtocolError("size", f"{name}: {buf.nbytes} bytes for shape {shape} of {dtype}")
+            arr = np.frombuffer(buf, dtype=dtype)
+            if len(shape) == 2:
+                arr = arr.reshape(shape)
+            if dtype.kind == "f" and not np.isfinite(arr).all():
+                raise ProtocolError("non_finite", f"{name} contains NaN or inf")
+            arrays[name] = arr
+        if not math.isfinite(t):
+            raise ProtocolError("non_finite", f"sim time {t}")
+        return Message(msg_type, seq, t, wall_ns, arrays)
     if count != len(fields) or count > MAX_ARRAYS:
         raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")
     if len(head) != FIXED.size + count * DESC.size:
@@ -160,12 +194,14 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
         got = (d0, d1)[:ndim]
         if any(s != -1 and s != g for s, g in zip(shape, got)):
             raise ProtocolError("shape", f"{name}: shape {got}, expected {shape}")
-        buf = memoryview(frames[1 + i])
-        if len(buf) > MAX_FRAME_BYTES:
-            raise ProtocolError("too_large", f"{name}: {len(buf)} bytes > {MAX_FRAME_BYTES}")
-        if len(buf) != int(np.prod(got)) * dtype.itemsize:
-            raise ProtocolError("size", f"{name}: {len(buf)} bytes for shape {got} of {dtype}")
-        arr = np.frombuffer(buf, dtype=dtype).reshape(got)
+        buf = memoryview(frames[1 + i]).cast("B")
+        if buf.nbytes > MAX_FRAME_BYTES:
+            raise ProtocolError("too_large", f"{name}: {buf.nbytes} bytes > {MAX_FRAME_BYTES}")
+        if buf.nbytes != math.prod(got) * dtype.itemsize:
+            raise ProtocolError("size", f"{name}: {buf.nbytes} bytes for shape {got} of {dtype}")
+        arr = np.frombuffer(buf, dtype=dtype)
+        if ndim == 2:
+            arr = arr.reshape(got)
         if dtype.kind == "f" and not np.isfinite(arr).all():
             raise ProtocolError("non_finite", f"{name} contains NaN or inf")
         arrays[name] = arr

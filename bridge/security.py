@@ -35,8 +35,7 @@ def make_keys(folder: str | Path) -> Path:
     (folder / "clients").mkdir(parents=True, exist_ok=True)
     zmq.auth.create_certificates(str(folder), "server")
     pub, _ = zmq.auth.create_certificates(str(folder), "client")
-    Path(pub).replace(folder / "clients" / "client.key")
-    zmq.auth.create_certificates(str(folder), "client")  # keep client.key beside client.key_secret too
+    (folder / "clients" / "client.key").write_bytes(Path(pub).read_bytes())  # admit this controller
     return folder
 
 

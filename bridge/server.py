@@ -4,7 +4,8 @@ Per control tick k: send STATE(k) to the registered controller, wait for COMMAND
 plant one control period under it, log. Modes:
 - lockstep: simulated time; the plant waits for COMMAND(k) (up to `lockstep_timeout_s`, after
   which the tick counts as a miss so that a dead controller never hangs the plant);
-- realtime: ticks are paced by the wall clock; COMMAND(k) must arrive before
+- realtime: ticks are paced by the wall clock (starting when the first controller says
+  HELLO); COMMAND(k) must arrive before
   STATE(k) send time + deadline_s. A miss holds the last command for `hold_ticks`
   ticks, then applies a safe damping command (zero torque and stiffness, damping gain
   `damping_kd`); the next on-time command resumes control.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -28,6 +28,7 @@ import zmq
 from sim.protocol import JointCommand
 
 from . import protocol as P
+from .lifecycle import install_stop_handlers, restore_handlers
 from .security import secure_server
 
 
@@ -145,6 +146,7 @@ class PlantServer:
         self.rejects: Counter = Counter()
         self.counts: Counter = Counter()
         self.stop = False
+        self.joined = False
         self.endpoint = ""
         nu = m.nu
         self.damping = JointCommand(np.zeros(nu), np.zeros(nu), np.zeros(nu), np.zeros(nu),
@@ -193,7 +195,7 @@ class PlantServer:
                 self.client = ident
                 self.counts["hellos"] += 1
                 self._send(ident, P.encode_json(P.CONFIG, tick, self.state.t, self._config()))
-                self._send_state(tick)  # the current tick, so a (re)connecting controller joins at once
+                self.joined = True  # the tick loop sends it the current STATE
                 return None
             if msg.type == P.PLAN:
                 self.counts["plans"] += 1
@@ -217,7 +219,7 @@ class PlantServer:
         self.sock.setsockopt(zmq.ROUTER_MANDATORY, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, 4 * P.MAX_FRAME_BYTES)  # huge frames never reach us
         auth = secure_server(self.sock, o.bind, o.curve_keys)
-        old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        old = install_stop_handlers(self._on_signal)
         try:
             self.sock.bind(o.bind)
             self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -225,8 +227,7 @@ class PlantServer:
                 (Path(o.log_dir) / "endpoint").write_text(self.endpoint)
             return self._loop()
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            restore_handlers(old)
             if self.client is not None:
                 self._send(self.client, P.encode_json(P.BYE, 0, self.state.t, {"reason": "run ended"}))
             self.log.close()
@@ -245,6 +246,10 @@ class PlantServer:
         poller.register(self.sock, zmq.POLLIN)
         realtime = o.mode == "realtime"
         streak, tick = 0, 0
+        while realtime and self.client is None and not self.stop:  # the clock starts with a controller
+            if dict(poller.poll(timeout=100)).get(self.sock):
+                self._receive(tick)
+        self.joined = False
         t_sched = time.perf_counter()
         while not self.stop and (n_ticks is None or tick < n_ticks):
             if realtime:
@@ -264,6 +269,9 @@ class PlantServer:
                     msg = self._receive(tick)
                     if msg is not None:
                         command = msg
+                    elif self.joined:  # a controller (re)connected during this tick: give it the state
+                        self.joined = False
+                        self._send_state(tick)
                 elif not realtime and self.client is None:
                     limit = time.perf_counter() + o.lockstep_timeout_s  # lockstep: wait for a controller
             latency_us = (time.perf_counter() - t_send) * 1e6 if command is not None else float("nan")

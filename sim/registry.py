@@ -3,19 +3,25 @@ from __future__ import annotations
 
 from robots.model import RobotModel
 
-PLANTS = ("ess", "hybrid")
+PLANTS = ("ess", "nmdp", "hybrid")
 
 
 def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, **options):
     """Build plant `name` for `model`; the plant rate (Hz) bounds its integration step.
 
     ess: compliant contacts, Event-Selected-Systems integrator (sim.ess.EssPlant).
+    nmdp: backward Euler with non-convex maximal dissipation (sim.nmdp.NmdpPlant); its largest
+        step is the plant period.
     hybrid: rigid contacts, event-driven reference (sim.hybrid.HybridPlant).
     """
     if name == "ess":
         from .ess.robot import EssPlant
 
         return EssPlant(model, h_max=1.0 / plant_rate_hz, verbose=False, **options)
+    if name == "nmdp":
+        from .nmdp import NmdpPlant
+
+        return NmdpPlant(model, verbose=False, **{"max_step": 1.0 / plant_rate_hz, **options})
     if name == "hybrid":
         from .hybrid import HybridPlant
 

@@ -1,0 +1,182 @@
+"""The closed loop over ZeroMQ: determinism, bad peers, misses, faults, security.
+
+The plant server runs in the test's main thread; controllers run in threads or processes.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from bridge import protocol as P
+from bridge.client import EXIT_PLANT_SILENT, ClientOptions, ControllerClient
+from bridge.security import make_keys
+from bridge.server import PlantServer, ServerOptions
+from mpc.controllers import make_controller
+from robots import get_robot
+from sim.registry import make_plant
+
+MODEL = get_robot("hopper")
+
+
+def _server(endpoint: str, **opts) -> PlantServer:
+    return PlantServer(make_plant("ess", MODEL), ServerOptions(bind=endpoint, **opts))
+
+
+def _client_thread(endpoint: str, **opts) -> tuple[threading.Thread, dict]:
+    out: dict = {}
+    client = ControllerClient(endpoint, make_controller("pd", MODEL), ClientOptions(**opts))
+    th = threading.Thread(target=lambda: out.update(client.run()), daemon=True)
+    th.start()
+    return th, out
+
+
+def _run_lockstep(endpoint: str) -> np.ndarray:
+    server = _server(endpoint, duration_s=0.3)
+    th, _ = _client_thread(endpoint)
+    server.run()
+    th.join(10)
+    return np.array(server.log.traj["q"])
+
+
+def test_lockstep_runs_are_identical(tmp_path):
+    a = _run_lockstep(f"ipc://{tmp_path}/a")
+    b = _run_lockstep(f"ipc://{tmp_path}/b")
+    assert a.shape == (30, MODEL.nq)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path):
+    endpoint = f"ipc://{tmp_path}/p"
+    server = _server(endpoint, duration_s=0.05, log_dir=str(tmp_path / "log"))
+    dims = P.Dims(MODEL.nq, MODEL.nv, MODEL.nu, MODEL.nc)
+    replies: list[P.Message] = []
+
+    def bad_then_good():
+        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock.connect(endpoint)
+        good = [np.zeros(2), np.zeros(2), np.zeros(2), np.full(2, 40.0), np.ones(2)]
+        sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, good + [np.ones(1, np.int64)]))  # before HELLO
+        sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "robot": "hopper"}))
+        sock.send_multipart([b"garbage"])
+        sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, [np.full(2, np.nan)] + good[1:] + [np.ones(1, np.int64)]))
+        sock.send_multipart(P.encode(P.COMMAND, 99, 0.0, good + [np.ones(1, np.int64)]))  # wrong tick
+        while True:
+            if not sock.poll(5000):
+                return
+            msg = P.decode(sock.recv_multipart(), dims)
+            replies.append(msg)
+            if msg.type == P.BYE:
+                return
+            if msg.type == P.STATE:
+                sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, good + [np.ones(1, np.int64)]))
+
+    th = threading.Thread(target=bad_then_good, daemon=True)
+    th.start()
+    summary = server.run()
+    th.join(10)
+    assert summary["rejected"] == {"unexpected": 1, "truncated": 1, "non_finite": 1, "sequence": 1}
+    errors = [m.json()["reason"] for m in replies if m.type == P.ERROR]
+    assert sorted(errors) == sorted(["unexpected", "truncated", "non_finite", "sequence"])
+    assert summary["ticks"] == 5 and summary["misses"] == 0
+    lines = (tmp_path / "log" / "plant_ticks.csv").read_text().strip().splitlines()
+    assert len(lines) == 1 + 5  # header + every tick: the log is complete
+
+
+def test_injected_delays_are_counted_as_misses_exactly(tmp_path):
+    endpoint = f"ipc://{tmp_path}/p"
+    # 20 Hz: 50 ms ticks, deadline 45 ms; every 4th command is sent 60 ms late
+    server = _server(endpoint, mode="realtime", control_rate_hz=20.0, duration_s=1.0, hold_ticks=1)
+    th, out = _client_thread(endpoint, delay_s=0.06, delay_every=4, delay_phase=1)
+    summary = server.run()
+    th.join(10)
+    statuses = [row[5] for row in server.log.rows]
+    assert summary["misses"] == 5, statuses  # ticks 1, 5, 9, 13, 17
+    assert [i for i, s in enumerate(statuses) if s != "ok"] == [1, 5, 9, 13, 17]
+    assert summary["held"] == 5 and summary["damped"] == 0
+
+
+_CLIENT = """
+import sys
+from bridge.client import ClientOptions, ControllerClient
+from mpc.controllers import make_controller
+from robots import get_robot
+ControllerClient(sys.argv[1], make_controller("pd", get_robot("hopper")), ClientOptions()).run()
+"""
+
+
+def test_killed_controller_means_hold_then_damp_and_a_new_one_takes_over(tmp_path):
+    endpoint = f"ipc://{tmp_path}/p"
+    server = _server(endpoint, mode="realtime", control_rate_hz=20.0, duration_s=6.0, hold_ticks=2)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+
+    def choreography():
+        first = subprocess.Popen([sys.executable, "-c", _CLIENT, endpoint], env=env)
+        deadline = time.monotonic() + 60
+        while server.counts["hellos"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        time.sleep(1.0)  # 20 ticks without a controller
+        second = subprocess.Popen([sys.executable, "-c", _CLIENT, endpoint], env=env)
+        second.wait(timeout=60)
+
+    th = threading.Thread(target=choreography, daemon=True)
+    th.start()
+    summary = server.run()
+    th.join(60)
+    statuses = [row[5] for row in server.log.rows]
+    first_miss = statuses.index("hold")
+    assert statuses[first_miss:first_miss + 3] == ["hold", "hold", "damp"]
+    assert "ok" in statuses[first_miss + 3:], "the second controller never took over"
+    assert summary["hellos"] == 2 and len(server.log.rows) == summary["ticks"] == 120
+
+
+def test_killed_plant_makes_the_controller_exit_cleanly(tmp_path):
+    endpoint = f"ipc://{tmp_path}/p"
+    plant = subprocess.Popen([sys.executable, "-m", "launch", "serve-plant", "hopper", "--bind", endpoint,
+                              "--mode", "lockstep"], env={**os.environ, "PYTHONPATH": os.getcwd()},
+                             stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    client = ControllerClient(endpoint, make_controller("pd", MODEL), ClientOptions(timeout_s=1.0))
+    killer = threading.Thread(target=lambda: (_wait_for(lambda: len(client.rows) >= 20),
+                                              plant.send_signal(signal.SIGKILL)), daemon=True)
+    killer.start()
+    summary = client.run()
+    plant.wait(timeout=10)
+    assert summary["exit_code"] == EXIT_PLANT_SILENT and summary["reason"] == "plant stopped responding"
+    assert summary["ticks"] >= 20
+
+
+def _wait_for(cond, timeout: float = 90.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.02)
+
+
+def test_binding_off_loopback_without_keys_is_refused():
+    server = _server("tcp://0.0.0.0:0")
+    with pytest.raises(ValueError, match="refusing to bind tcp://0.0.0.0:0 without CurveZMQ keys"):
+        server.run()
+
+
+def test_curve_keys_admit_the_right_controller_only(tmp_path):
+    keys = make_keys(tmp_path / "keys")
+    endpoint = "tcp://127.0.0.1:45871"
+    server = _server(endpoint, duration_s=0.1, curve_keys=str(keys))
+    intruder, intruder_out = _client_thread(endpoint, first_timeout_s=3.0)  # no keys
+    time.sleep(0.2)
+    friend, friend_out = _client_thread(endpoint, curve_keys=str(keys))
+    summary = server.run()
+    intruder.join(10)
+    friend.join(10)
+    assert summary["hellos"] == 1 and summary["ticks"] == 10
+    assert friend_out["ticks"] == 10
+    assert intruder_out["ticks"] == 0 and intruder_out["exit_code"] == EXIT_PLANT_SILENT

@@ -1,0 +1,87 @@
+"""Wire protocol: round trips, and malformed frames rejected with a counted reason."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bridge import protocol as P
+
+DIMS = P.Dims(nq=4, nv=4, nu=2, nc=1)
+
+
+def _state(q=None):
+    return P.encode(P.STATE, 7, 1.25, [np.arange(4.0) if q is None else q, np.zeros(4), np.array([1], np.uint8),
+                                       np.zeros((1, 2))])
+
+
+def test_round_trip_is_zero_copy_and_exact():
+    frames = _state()
+    msg = P.decode(frames, DIMS)
+    assert (msg.type, msg.seq, msg.t) == (P.STATE, 7, 1.25)
+    np.testing.assert_array_equal(msg.arrays["q"], np.arange(4.0))
+    assert msg.arrays["force"].shape == (1, 2) and msg.arrays["contact"].dtype == np.uint8
+    assert not msg.arrays["q"].flags.owndata  # a view of the frame, no copy
+    cfg = P.decode(P.encode_json(P.CONFIG, 0, 0.0, {"robot": "hopper"}), None)
+    assert cfg.json() == {"robot": "hopper"}
+
+
+def _mutate(frames, kind, data):
+    head = bytearray(frames[0])
+    body = [bytes(memoryview(f).cast("B")) for f in frames[1:]]
+    if kind == "magic":
+        head[0:4] = b"XXXX"
+    elif kind == "version":
+        struct.pack_into("<H", head, 4, data % 65535 + 2)
+    elif kind == "type":
+        struct.pack_into("<H", head, 6, 100 + data % 1000)
+    elif kind == "count":
+        struct.pack_into("<I", head, 28, 5 + data % 10)
+    elif kind == "dtype":
+        head[32 + 2] = 2  # q declared uint8
+    elif kind == "shape":
+        struct.pack_into("<I", head, 32 + 4, 5 + data % 7)
+    elif kind == "size":
+        body[0] = body[0][:-8]
+    elif kind == "truncated_header":
+        head = head[: data % 32]
+    elif kind == "truncated_multipart":
+        body = body[:-1]
+    elif kind == "huge":
+        body[3] = bytes(P.MAX_FRAME_BYTES + 8)
+    elif kind == "nan":
+        q = np.frombuffer(body[0], np.float64).copy()
+        q[data % 4] = [np.nan, np.inf, -np.inf][data % 3]
+        body[0] = q.tobytes()
+    return [bytes(head), *body]
+
+
+KINDS = ["magic", "version", "type", "count", "dtype", "shape", "size", "truncated_header",
+         "truncated_multipart", "huge", "nan"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(KINDS), data=st.integers(0, 10_000))
+def test_malformed_frames_are_rejected_with_a_reason(kind, data):
+    with pytest.raises(P.ProtocolError) as info:
+        P.decode(_mutate(_state(), kind, data), DIMS)
+    assert info.value.reason in P.REASONS
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=200), min_size=0, max_size=8))
+def test_random_bytes_never_crash_the_decoder(frames):
+    try:
+        P.decode(frames, DIMS)
+    except P.ProtocolError as err:
+        assert err.reason in P.REASONS
+
+
+def test_unexpected_type_and_missing_config():
+    with pytest.raises(P.ProtocolError, match="unexpected"):
+        P.decode(_state(), DIMS, expect=(P.COMMAND,))
+    with pytest.raises(P.ProtocolError, match="before CONFIG"):
+        P.decode(_state(), None)
