@@ -31,10 +31,10 @@ def peer(endpoint: str) -> None:
     sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "name": "bench-peer"}))
     cmd = [np.zeros(d.nu), np.zeros(d.nu), np.zeros(d.nu), np.full(d.nu, 40.0), np.ones(d.nu), np.zeros(1, np.int64)]
     while True:
-        msg = P.decode([f.buffer for f in sock.recv_multipart(copy=False)], d)
+        msg = P.decode(sock.recv_multipart(), d)
         if msg.type == P.BYE:
             return
-        sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd), copy=False)
+        sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd))
 
 
 def bench_bridge(args) -> dict:
@@ -55,16 +55,16 @@ def bench_bridge(args) -> dict:
         rtt = np.empty(n)
         for k in range(-200, n):  # 200 warm-up exchanges
             t0 = time.perf_counter()
-            sock.send_multipart([ident, *P.encode(P.STATE, max(k, 0), 0.0, state)], copy=False)
-            reply = sock.recv_multipart(copy=False)
-            P.decode([f.buffer for f in reply[1:]], d, expect=(P.COMMAND,))
+            sock.send_multipart([ident, *P.encode(P.STATE, max(k, 0), 0.0, state)])
+            reply = sock.recv_multipart()
+            P.decode(reply[1:], d, expect=(P.COMMAND,))
             if k >= 0:
                 rtt[k] = time.perf_counter() - t0
-        cmd_bytes = sum(len(f.buffer) for f in reply[1:])
+        cmd_bytes = sum(len(f) for f in reply[1:])
         t0 = time.perf_counter()
         for k in range(n):  # throughput: the same exchange back to back
-            sock.send_multipart([ident, *P.encode(P.STATE, k, 0.0, state)], copy=False)
-            P.decode([f.buffer for f in sock.recv_multipart(copy=False)[1:]], d, expect=(P.COMMAND,))
+            sock.send_multipart([ident, *P.encode(P.STATE, k, 0.0, state)])
+            P.decode(sock.recv_multipart()[1:], d, expect=(P.COMMAND,))
         rate = n / (time.perf_counter() - t0)
         sock.send_multipart([ident, *P.encode_json(P.BYE, 0, 0.0, {"reason": "bench done"})])
     finally:

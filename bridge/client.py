@@ -84,10 +84,10 @@ class ControllerClient:
                         break
                     continue
                 last_heard, heard_any = time.monotonic(), True
-                frames = sock.recv_multipart(copy=False)
+                frames = sock.recv_multipart()
                 t_recv = time.perf_counter()
                 try:
-                    msg = P.decode([f.buffer for f in frames], dims)
+                    msg = P.decode(frames, dims)
                 except P.ProtocolError as err:
                     self.errors.append({"reason": err.reason, "detail": err.detail})
                     continue
@@ -103,8 +103,7 @@ class ControllerClient:
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
                     time.sleep(o.delay_s)
                 sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, [
-                    cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd, np.array([msg.seq + 1], dtype=np.int64)]),
-                    copy=False)
+                    cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd, np.array([msg.seq + 1], dtype=np.int64)]))
                 row = {"tick": msg.seq, "t": msg.t, "tick_ms": (time.perf_counter() - t_recv) * 1e3,
                        **{f"{k}_ms": v * 1e3 for k, v in phases.items()}}
                 self.rows.append(row)

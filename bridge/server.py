@@ -167,7 +167,7 @@ class PlantServer:
 
     def _send(self, ident: bytes, frames: list) -> None:
         try:
-            self.sock.send_multipart([ident, *frames], flags=zmq.NOBLOCK, copy=False)
+            self.sock.send_multipart([ident, *frames], flags=zmq.NOBLOCK)
         except zmq.Again:
             self.counts["send_dropped"] += 1
 
@@ -181,8 +181,8 @@ class PlantServer:
 
     def _receive(self, tick: int) -> P.Message | None:
         """Handle one incoming message; return a valid COMMAND for `tick`, else None."""
-        frames = self.sock.recv_multipart(copy=False)
-        ident, body = frames[0].bytes, [f.buffer for f in frames[1:]]
+        frames = self.sock.recv_multipart()  # small messages: copying beats zmq's zero-copy path
+        ident, body = frames[0], frames[1:]
         try:
             msg = P.decode(body, self.dims, expect=(P.HELLO, P.COMMAND, P.PLAN))
             if msg.type == P.HELLO:
