@@ -79,6 +79,16 @@ def dense_eval(rc, theta, out):
 
 
 @njit(cache=True)
+def _record_line(t_eval, x_eval, eval_pos, t, x, G, t_until):
+    """Record x + G (te - t) for the requested times te in (.., t_until] (a projection segment)."""
+    while eval_pos[0] < t_eval.shape[0] and t_eval[eval_pos[0]] <= t_until:
+        s = t_eval[eval_pos[0]] - t
+        for i in range(x.shape[0]):
+            x_eval[eval_pos[0], i] = x[i] + G[i] * s
+        eval_pos[0] += 1
+
+
+@njit(cache=True)
 def _err_norm(x, xn, err, rtol, atol):
     s = 0.0
     n = x.shape[0]
@@ -168,20 +178,12 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             dt = best
             if t + dt > tf:  # cross after this call: move part of the way, stay armed
                 dt = tf - t
-                while eval_pos[0] < n_eval and t_eval[eval_pos[0]] <= t + dt:
-                    s = t_eval[eval_pos[0]] - t
-                    for i in range(n):
-                        x_eval[eval_pos[0], i] = x[i] + k1[i] * s
-                    eval_pos[0] += 1
+                _record_line(t_eval, x_eval, eval_pos, t, x, k1, t + dt)
                 for i in range(n):
                     x[i] += k1[i] * dt
                 t = tf
                 break
-            while eval_pos[0] < n_eval and t_eval[eval_pos[0]] <= t + dt:
-                s = t_eval[eval_pos[0]] - t
-                for i in range(n):
-                    x_eval[eval_pos[0], i] = x[i] + k1[i] * s
-                eval_pos[0] += 1
+            _record_line(t_eval, x_eval, eval_pos, t, x, k1, t + dt)
             for i in range(n):
                 x[i] += k1[i] * dt
             t += dt

@@ -82,35 +82,48 @@ def _solve_spd(M, b, L, out, n):
 
 
 @njit(cache=True)
+def _actuator_torque(x, p, a, nq, nu, nc):
+    """Clipped joint impedance torque of actuator a (N m) for the command held in p."""
+    base = HEADER + 3 * nc
+    cmd = base + 2 * nu
+    j = int(p[base + a])
+    tau = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j])
+           + p[cmd + 4 * nu + a] * (p[cmd + 2 * nu + a] - x[nq + j]))
+    umax = p[base + nu + a]
+    return min(max(tau, -umax), umax)
+
+
+@njit(cache=True)
+def _stance_force(x, p, bt, i, nq, nv, nc):
+    """(fn, ft) of contact i in stance, N: spring-damper normal force, tanh-regularised friction
+    (ft = 0 without friction). bt holds the `ess_terms` outputs at x."""
+    o_phi = nv * nv + nv
+    o_jn = o_phi + nc
+    o_jt = o_jn + nc * nv
+    vn = 0.0
+    for k in range(nv):
+        vn += bt[o_jn + i * nv + k] * x[nq + k]
+    fn = -p[HEADER + i] * bt[o_phi + i] - p[HEADER + nc + i] * vn
+    mu = p[HEADER + 2 * nc + i]
+    if mu <= 0.0:
+        return fn, 0.0
+    vt = 0.0
+    for k in range(nv):
+        vt += bt[o_jt + i * nv + k] * x[nq + k]
+    return fn, -mu * fn * np.tanh(vt / p[4])
+
+
+@njit(cache=True)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
     """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x."""
     addr, bt, bc, bg, gen, L = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
-    o_phi = nv * nv + nv
-    o_jn = o_phi + nc
-    o_jt = o_jn + nc * nv
     for i in range(nc):
-        force[i, 0] = 0.0
-        force[i, 1] = 0.0
         contact[i] = sigma[i] > 0.0 and sigma[nc + i] < 0.0
-        if contact[i]:
-            vn = 0.0
-            vt = 0.0
-            for k in range(nv):
-                vn += bt[o_jn + i * nv + k] * x[nq + k]
-                vt += bt[o_jt + i * nv + k] * x[nq + k]
-            fn = -p[HEADER + i] * bt[o_phi + i] - p[HEADER + nc + i] * vn
-            force[i, 0] = fn
-            force[i, 1] = -p[HEADER + 2 * nc + i] * fn * np.tanh(vt / p[4])
-    base = HEADER + 3 * nc
-    cmd = base + 2 * nu
+        force[i, 0], force[i, 1] = _stance_force(x, p, bt, i, nq, nv, nc) if contact[i] else (0.0, 0.0)
     for a in range(nu):
-        j = int(p[base + a])
-        val = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j])
-               + p[cmd + 4 * nu + a] * (p[cmd + 2 * nu + a] - x[nq + j]))
-        umax = p[base + nu + a]
-        tau[a] = min(max(val, -umax), umax)
+        tau[a] = _actuator_torque(x, p, a, nq, nu, nc)
 
 
 @njit(cache=True)
@@ -120,41 +133,18 @@ def robot_f(t, x, sigma, p, ctx, out):
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
     o_h = nv * nv
-    o_phi = o_h + nv
-    o_jn = o_phi + nc
+    o_jn = o_h + nv + nc
     o_jt = o_jn + nc * nv
     for i in range(nv):
         gen[i] = -bt[o_h + i]
     base = HEADER + 3 * nc
-    cmd = base + 2 * nu
     for a in range(nu):
-        j = int(p[base + a])
-        tau = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j])
-               + p[cmd + 4 * nu + a] * (p[cmd + 2 * nu + a] - x[nq + j]))
-        umax = p[base + nu + a]
-        if tau > umax:
-            tau = umax
-        elif tau < -umax:
-            tau = -umax
-        gen[j] += tau
+        gen[int(p[base + a])] += _actuator_torque(x, p, a, nq, nu, nc)
     for i in range(nc):
         if sigma[i] > 0.0 and sigma[nc + i] < 0.0:
-            vn = 0.0
-            vt = 0.0
+            fn, ft = _stance_force(x, p, bt, i, nq, nv, nc)
             for k in range(nv):
-                vn += bt[o_jn + i * nv + k] * x[nq + k]
-            fn = -p[HEADER + i] * bt[o_phi + i] - p[HEADER + nc + i] * vn
-            mu = p[HEADER + 2 * nc + i]
-            if mu > 0.0:
-                for k in range(nv):
-                    vt += bt[o_jt + i * nv + k] * x[nq + k]
-            if mu > 0.0:
-                ft = -mu * fn * np.tanh(vt / p[4])
-                for k in range(nv):
-                    gen[k] += bt[o_jn + i * nv + k] * fn + bt[o_jt + i * nv + k] * ft
-            else:
-                for k in range(nv):
-                    gen[k] += bt[o_jn + i * nv + k] * fn
+                gen[k] += bt[o_jn + i * nv + k] * fn + bt[o_jt + i * nv + k] * ft
     for i in range(nq):
         out[i] = x[nq + i]
     _solve_spd(bt[:o_h].reshape((nv, nv)), gen, L, out[nq:], nv)
