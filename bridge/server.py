@@ -336,13 +336,14 @@ class PlantServer:
 
 
 def _sleep_until(t_target: float) -> None:
-    """Sleep until perf_counter() reaches t_target: coarse sleep, then a short spin (~0.2 ms)."""
+    """Sleep until perf_counter() reaches t_target: coarse sleep, then spin the last ~1 ms
+    (the OS may wake a sleeper late on a busy machine; spinning costs one core for 1 ms a tick)."""
     while True:
         remaining = t_target - time.perf_counter()
         if remaining <= 0:
             return
-        if remaining > 3e-4:
-            time.sleep(remaining - 2e-4)
+        if remaining > 1.2e-3:
+            time.sleep(remaining - 1e-3)
         else:
             while time.perf_counter() < t_target:
                 pass
