@@ -79,6 +79,20 @@ def dense_eval(rc, theta, out):
 
 
 @njit(cache=True)
+def _cross(j, sigma, armed, pending, parked, reset):
+    """Guard j is crossed: sigma_j = +1, it stops being a candidate, and every guard in row j of
+    the reset matrix becomes pending (sigma = -1) until it leaves its band."""
+    sigma[j] = 1.0
+    armed[j] = pending[j] = parked[j] = False
+    for k in range(sigma.shape[0]):
+        if reset[j, k]:
+            sigma[k] = -1.0
+            pending[k] = True
+            armed[k] = False
+            parked[k] = False
+
+
+@njit(cache=True)
 def _record_line(t_eval, x_eval, eval_pos, t, x, G, t_until):
     """Record x + G (te - t) for the requested times te in (.., t_until] (a projection segment)."""
     while eval_pos[0] < t_eval.shape[0] and t_eval[eval_pos[0]] <= t_until:
@@ -187,14 +201,7 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             for i in range(n):
                 x[i] += k1[i] * dt
             t += dt
-            sigma[j] = 1.0
-            armed[j] = False
-            for k in range(m):
-                if reset[j, k]:
-                    sigma[k] = -1.0
-                    pending[k] = True
-                    armed[k] = False
-                    parked[k] = False
+            _cross(j, sigma, armed, pending, parked, reset)
             stats[S_PROJECTIONS] += 1
             events += 1
             k1_valid = False
@@ -327,16 +334,8 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             h(x, p, ctx, hn)
             for k in range(m):  # a parked or pending guard that reached zero is crossed
                 if (parked[k] or pending[k]) and hv[k] < 0.0 and hn[k] >= -1e-12:
-                    parked[k] = False
-                    pending[k] = False
+                    _cross(k, sigma, armed, pending, parked, reset)
                     stats[S_EXACT] += 1
-                    sigma[k] = 1.0
-                    for kk in range(m):
-                        if reset[k, kk]:
-                            sigma[kk] = -1.0
-                            pending[kk] = True
-                            armed[kk] = False
-                            parked[kk] = False
                     events += 1
                     k1_valid = False
         else:
