@@ -3,6 +3,7 @@
     python -m launch robots [--json]        table of robots (nq, nv, nu, contacts)
     python -m launch demo                   the main job (what exists so far, said plainly)
     python -m launch bench <name> [--json]  reproducible benchmarks (`bench --list`)
+    python -m launch plan <scenario> [--json] offline time-freezing/FESD plan (hopper-holes, particle)
 """
 from __future__ import annotations
 
@@ -125,6 +126,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Solve an offline plan (mpc.planning), write PNGs + NPZ under --out, print the summary."""
+    from mpc.planning.scenarios import run_scenario
+
+    overrides = {} if args.max_homotopy is None else {"max_homotopy": args.max_homotopy}
+    result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, **overrides)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:24s} {value}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser for all sub-commands."""
     parser = argparse.ArgumentParser(
@@ -171,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=None, help="override the number of repeats")
     p.add_argument("--full", action="store_true", help="the paper's full-size run where a benchmark has one")
     p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("plan", help="offline contact-implicit plan (time-freezing + FESD): hopper-holes, particle")
+    p.add_argument("scenario", choices=("hopper-holes", "particle"), help="which plan to solve")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+    p.add_argument("--out", default="runs/plans", help="folder for the PNGs, plan.npz and summary.json")
+    p.add_argument("--no-replay", action="store_true", help="skip the open-loop replay check")
+    p.add_argument("--max-homotopy", type=int, default=None, help="override the number of homotopy steps")
+    p.set_defaults(func=cmd_plan)
     return parser
 
 

@@ -41,6 +41,18 @@ class PlannerOptions:
         path_at_every_stage: evaluate path constraints at every Radau stage point (else
             only at the ends of control intervals, nosnoc's default).
         heartbeat_s: seconds between progress messages during one NLP (0: only per NLP).
+        rho_alpha: weight of sum (alpha - 1/2)^2 over all Step variables. On Sigma (foot on the
+            ground, c1 = c2 = 0) only the product (1 - alpha1)(1 - alpha2) is determined by the
+            dynamics, a one-dimensional family of solutions that makes the NLP degenerate; the
+            small penalty picks one member and leaves determined alphas (forced to 0 or 1 by the
+            complementarity) unchanged as sigma -> 0. Step representation only.
+        clock_switch_sigma: while sigma is above this, impose only t(T~) = T (plus the penalty
+            rho_sot sum (s_k - 1)^2), then every t_k = k T / N; None: stagewise from the start.
+        rho_sot: weight of the speed-of-time penalty in the terminal-clock phase.
+        mpcc: "scholtes" (products <= sigma, the paper's homotopy) or "elastic" (products <=
+            s_e with s_e / sigma added to the cost: every relaxed NLP stays feasible).
+        pss: "step" (the paper's Eq. 31-32: alpha in [0, 1] per switching function, theta as
+            products) or "stewart" (one theta per orthant of c, dynamics linear in theta).
     """
 
     n_s: int = 3
@@ -59,6 +71,11 @@ class PlannerOptions:
     linear_solver: str = "mumps"
     path_at_every_stage: bool = True
     heartbeat_s: float = 15.0
+    pss: str = "step"
+    mpcc: str = "scholtes"
+    clock_switch_sigma: float | None = None
+    rho_sot: float = 0.01
+    rho_alpha: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n_s < 1 or self.n_fe < 1:
@@ -73,6 +90,10 @@ class PlannerOptions:
             raise ValueError(f"s_min must be in (0, 1], got {self.s_min}")
         if not 0 <= self.gamma_h <= 1:
             raise ValueError(f"gamma_h must be in [0, 1], got {self.gamma_h}")
+        if self.mpcc not in ("scholtes", "elastic"):
+            raise ValueError(f"mpcc must be 'scholtes' or 'elastic', got {self.mpcc!r}")
+        if self.pss not in ("step", "stewart"):
+            raise ValueError(f"pss must be 'step' or 'stewart', got {self.pss!r}")
         if self.max_homotopy < 1 or self.ipopt_max_iter < 1:
             raise ValueError("max_homotopy and ipopt_max_iter must be >= 1")
 

@@ -4,10 +4,10 @@ What comes from `nosnoc` 0.2: the Step representation of the PSS as a dynamic co
 system, the FESD Radau IIA discretization with free finite-element lengths, cross
 complementarities and step equilibration, the per-interval speed-of-time variables
 (`SpeedOfTimeVariableMode.LOCAL`) and the NLP. What is done here: the time-freezing system
-itself (`time_freezing.py`), the clock constraints t_k = k T / N imposed as *equalities*
-(nosnoc's stage clock constraint is a band of +-`time_freezing_tolerance`, 1e-3 s by default; it
-is set to 0), the homotopy loop with progress on stderr and a strict success test, and the
-recovery of the physical-time trajectory.
+itself (`time_freezing.py`), the clock constraints t_k = k T / N as *equalities* (nosnoc's own
+stage clock constraint is a band of +-`time_freezing_tolerance`, 1e-3 s by default, and cannot
+be switched between homotopy steps), the speed-of-time penalty, the homotopy loop with progress
+on stderr and a strict success test, and the recovery of the physical-time trajectory.
 """
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ import casadi as ca
 import numpy as np
 
 from .ocp import PlannerOptions, TimeFreezingOcp
+from .time_freezing import dense_regions, step_multipliers
 
 with warnings.catch_warnings():  # nosnoc's __init__ sets a global "always" warnings filter
     import nosnoc
+    from nosnoc.utils import flatten
 
 Progress = Callable[[str], None]
 _IPOPT_OK = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
@@ -85,62 +87,70 @@ class Plan:
 
 
 def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(), *,
-               progress: Progress | None = None) -> Plan:
+               progress: Progress | None = None, on_iterate: Callable[[dict, np.ndarray], None] | None = None) -> Plan:
     """Solve a time-freezing OCP from a trivial guess (x0 everywhere, u = u_guess).
 
-    Returns a `Plan`; `plan.converged` says whether the last NLP succeeded and the
-    complementarity residual reached `options.comp_tol`. Progress lines go to `progress`
-    (e.g. a stderr printer); nothing is printed to stdout.
+    Homotopy on the Scholtes relaxation sigma. While sigma > options.clock_switch_sigma only
+    the terminal clock constraint t(T~) = T is imposed and (s_k - 1)^2 is penalised with
+    options.rho_sot (as nosnoc's MATLAB hopper example does throughout); from then on every
+    t_k = k T / N (Eq. 35f) holds and the penalty is off. Returns a `Plan`; `plan.converged`
+    says whether the last NLP succeeded with the stagewise clock and the complementarity
+    residual reached `options.comp_tol`. Progress lines go to `progress`; nothing to stdout.
+    `on_iterate(entry, w)` is called after every NLP (log entry, primal vector).
     """
     say = progress or (lambda msg: None)
     t_build = time.perf_counter()
-    sys_ = ocp.system
     model, nocp, opts = _nosnoc_description(ocp, options)
     heartbeat = _Heartbeat(say, options.heartbeat_s) if options.heartbeat_s > 0 else None
     with _stdout_to_stderr():
-        solver = _HomotopySolver(opts, model, nocp, heartbeat)
+        solver = _HomotopySolver(opts, model, nocp, ocp, options, heartbeat)
     prob = solver.problem
     build_s = time.perf_counter() - t_build
-    say(f"[plan] {ocp.name}: NLP with {prob.w.numel()} variables, {prob.g.numel()} constraints "
+    say(f"[plan] {ocp.name}: NLP with {solver.n_w} variables, {solver.n_g} constraints "
         f"(N={ocp.n_intervals}, {options.n_fe} finite elements x {options.n_s} Radau stages), built in {build_s:.1f} s")
 
     solver.initialize()
     w = prob.w0.copy()
-    lbw, ubw = prob.lbw, prob.ubw
     sigma = options.sigma_0
     log: list[dict] = []
     cpu = 0.0
     status = "not_started"
     comp = float("inf")
+    stagewise = False
     for k in range(options.max_homotopy):
-        tau_val = min(sigma ** 1.5, sigma)
-        solver.setup_p_val(sigma, tau_val)
+        stagewise = stagewise or options.clock_switch_sigma is None or sigma <= options.clock_switch_sigma
+        label = f"NLP {k + 1} (sigma={sigma:.1e}, clock={'stagewise' if stagewise else 'terminal'})"
         if heartbeat is not None:
-            heartbeat.start(f"NLP {k + 1} (sigma={sigma:.1e})")
+            heartbeat.start(label)
         t0 = time.perf_counter()
         with _stdout_to_stderr():
-            sol = solver.solver(x0=w, lbg=prob.lbg, ubg=prob.ubg, lbx=lbw, ubx=ubw, p=solver.p_val)
+            w, stats, obj = solver.solve(w, sigma, stagewise=stagewise)
         dt = time.perf_counter() - t0
         cpu += dt
-        stats = solver.solver.stats()
         status = stats["return_status"]
-        w = sol["x"].full().ravel()
-        comp = float(prob.comp_res(w, solver.p_val))
-        entry = {"sigma": sigma, "status": status, "iters": int(stats["iter_count"]), "cpu_s": dt,
-                 "complementarity": comp, "objective": float(sol["f"])}
+        comp = solver.complementarity(w)
+        entry = {"sigma": sigma, "stagewise_clock": stagewise, "status": status, "iters": int(stats["iter_count"]),
+                 "cpu_s": dt, "complementarity": comp, "objective": obj}
         log.append(entry)
-        say(f"[plan] NLP {k + 1}/{options.max_homotopy}: sigma={sigma:.1e} comp={comp:.2e} "
-            f"obj={entry['objective']:.4g} iters={entry['iters']} {dt:.1f} s {status}")
+        if on_iterate is not None:
+            on_iterate(entry, w)
+        say(f"[plan] {label}: comp={comp:.2e} obj={obj:.4g} iters={entry['iters']} {dt:.1f} s {status}")
         if comp < options.comp_tol and status in _IPOPT_OK:
-            break
+            if stagewise:
+                break
+            stagewise = True  # re-solve at the same sigma with the equidistant physical grid
+            continue
         if sigma < 1e-3 * options.comp_tol:
-            break
+            if stagewise:
+                break
+            stagewise = True  # sigma is exhausted: finish with the equidistant physical grid
+            continue
         sigma = _next_sigma(sigma, options)
 
-    plan = _extract(ocp, options, prob, w, solver.p_val)
+    plan = _extract(ocp, options, prob, w)
     plan.status = status
     plan.complementarity = comp
-    plan.converged = status in _IPOPT_OK and comp <= options.comp_tol
+    plan.converged = status in _IPOPT_OK and comp <= options.comp_tol and stagewise
     plan.cpu_s = cpu
     plan.build_s = build_s
     plan.homotopy = log
@@ -158,7 +168,11 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     sys_ = ocp.system
     cls = sys_.cls
     x0 = np.concatenate([ocp.q0, ocp.v0, [0.0, 0.0]])
-    model = nosnoc.NosnocModel(x=sys_.x, F=[sys_.F], c=[sys_.c], S=[sys_.S], x0=x0, u=sys_.u,
+    if options.pss == "stewart":
+        F, S, _ = dense_regions(sys_)
+    else:
+        F, S = sys_.F, sys_.S
+    model = nosnoc.NosnocModel(x=sys_.x, F=[F], c=[sys_.c], S=[S], x0=x0, u=sys_.u,
                                t_var=sys_.t, name=f"tf_{ocp.name}")
     lbx = np.concatenate([ocp.q_lb, ocp.v_lb, [-np.inf, -np.inf]])
     ubx = np.concatenate([ocp.q_ub, ocp.v_ub, [np.inf, np.inf]])
@@ -188,18 +202,18 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     opts.n_s = int(options.n_s)
     opts.irk_scheme = nosnoc.IrkSchemes.RADAU_IIA
     opts.irk_representation = nosnoc.IrkRepresentation.INTEGRAL
-    opts.pss_mode = nosnoc.PssMode.STEP
+    opts.pss_mode = nosnoc.PssMode.STEWART if options.pss == "stewart" else nosnoc.PssMode.STEP
     opts.use_fesd = True
     opts.cross_comp_mode = nosnoc.CrossComplementarityMode.SUM_LAMBDAS_COMPLEMENT_WITH_EVERY_THETA
-    opts.mpcc_mode = nosnoc.MpccMode.SCHOLTES_INEQ
+    opts.mpcc_mode = nosnoc.MpccMode.ELASTIC_INEQ if options.mpcc == "elastic" else nosnoc.MpccMode.SCHOLTES_INEQ
+    opts.s_elastic_max = 10.0
     opts.step_equilibration = nosnoc.StepEquilibrationMode.HEURISTIC_DELTA
     opts.rho_h = float(options.rho_h)
     opts.gamma_h = float(options.gamma_h)
     opts.comp_tol = float(options.comp_tol)
     opts.sigma_0 = float(options.sigma_0)
     opts.max_iter_homotopy = int(options.max_homotopy)
-    opts.time_freezing = True
-    opts.time_freezing_tolerance = 0.0  # t_k = k T / N exactly (Eq. 35f), not a band
+    opts.time_freezing = False  # the clock constraints are added in _HomotopySolver (exact, switchable)
     opts.equidistant_control_grid = True
     opts.speed_of_time_variables = nosnoc.SpeedOfTimeVariableMode.LOCAL
     opts.speed_of_time_min = float(options.s_min)
@@ -210,7 +224,7 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     return model, nocp, opts
 
 
-def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray, p_val) -> Plan:
+def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray) -> Plan:
     """Read the physical-time trajectory and the controls out of the primal vector."""
     sys_ = ocp.system
     nq = sys_.cls.nq
@@ -221,8 +235,8 @@ def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray,
     xs, taus, ivals, modes = [x0], [0.0], [0], [0]
     tau0 = 0.0
     fe = 0
-    aux = list(sys_.aux_columns)
-    from .time_freezing import step_multipliers
+    stewart = options.pss == "stewart"
+    aux = list(dense_regions(sys_)[2] if stewart else sys_.aux_columns)
 
     for k in range(N):
         for j in range(n_fe):
@@ -230,8 +244,10 @@ def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray,
                 xs.append(w[np.asarray(prob.ind_x[k][j][r], dtype=int)])
                 taus.append(tau0 + c_pts[r] * h[fe])
                 ivals.append(k)
-                alpha = w[np.asarray(prob.ind_alpha[k][j][r][0], dtype=int)]
-                theta = step_multipliers(sys_.S, alpha)
+                if stewart:
+                    theta = w[np.asarray(prob.ind_theta[k][j][r][0], dtype=int)]
+                else:
+                    theta = step_multipliers(sys_.S, w[np.asarray(prob.ind_alpha[k][j][r][0], dtype=int)])
                 modes.append(1 if theta[aux].sum() > 0.5 else 0)
             tau0 += h[fe]
             fe += 1
@@ -251,18 +267,55 @@ def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray,
 
 
 class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
-    """nosnoc's problem construction, initialization and parameters, with our own IPOPT instance
-    (so that the progress callback can be attached with the NLP's sizes known)."""
+    """nosnoc's FESD problem (variables, discretization, complementarities, initialization),
+    extended here with the clock constraints t_k = k T / N, the speed-of-time penalty and the
+    optional alpha regularization, solved by our own IPOPT instance."""
 
-    def __init__(self, opts, model, ocp, heartbeat: "_Heartbeat | None") -> None:
-        super().__init__(opts, model, ocp)
+    def __init__(self, opts, model, nocp, ocp: TimeFreezingOcp, options: PlannerOptions,
+                 heartbeat: "_Heartbeat | None") -> None:
+        super().__init__(opts, model, nocp)
         prob = self.problem
+        it = ocp.system.index_t
+        N = ocp.n_intervals
+        # clock at the end of every control interval (last stage point of its last element)
+        t_end = ca.vertcat(*[prob.w[prob.ind_x[k][-1][-1][it]] for k in range(N)])
+        clock = t_end - ca.DM(ocp.dt * np.arange(1, N + 1))
+        rho_sot = ca.SX.sym("rho_sot")
+        sot = prob.w[np.asarray(prob.ind_sot, dtype=int).ravel().tolist()]
+        cost = prob.cost + rho_sot * ca.sumsqr(sot - 1.0)
+        if options.rho_alpha > 0 and options.pss == "step":
+            alpha = prob.w[np.asarray(flatten(prob.ind_alpha), dtype=int).tolist()]
+            cost = cost + options.rho_alpha * ca.sumsqr(alpha - 0.5)
+        self.n_w = prob.w.numel()
+        g = ca.vertcat(prob.g, clock)
+        self.n_g = g.numel()
+        self.n_clock = N
+        self.rho_sot = options.rho_sot
         nlp_opts = dict(opts.opts_casadi_nlp)
+        p = ca.vertcat(prob.p, rho_sot)
         if heartbeat is not None:
-            heartbeat.finalize(prob.w.numel(), prob.g.numel(), prob.p.numel())
+            heartbeat.bind_sizes(self.n_w, self.n_g, p.numel())
             nlp_opts["iteration_callback"] = heartbeat
-        nlp = {"f": prob.cost, "x": prob.w, "g": prob.g, "p": prob.p}
-        self.solver = ca.nlpsol(model.name, "ipopt", nlp, nlp_opts)
+        self.solver = ca.nlpsol(model.name, "ipopt", {"f": cost, "x": prob.w, "g": g, "p": p}, nlp_opts)
+
+    def solve(self, w0: np.ndarray, sigma: float, *, stagewise: bool):
+        """One NLP of the homotopy: returns (w, IPOPT stats, objective)."""
+        prob = self.problem
+        self.setup_p_val(sigma, min(sigma ** 1.5, sigma))
+        lb_clock = np.full(self.n_clock, -np.inf)
+        ub_clock = np.full(self.n_clock, np.inf)
+        if stagewise:
+            lb_clock[:] = ub_clock[:] = 0.0
+        else:
+            lb_clock[-1] = ub_clock[-1] = 0.0  # t(T~) = T
+        p = np.append(self.p_val, 0.0 if stagewise else self.rho_sot)
+        sol = self.solver(x0=w0, lbg=np.concatenate([prob.lbg, lb_clock]), ubg=np.concatenate([prob.ubg, ub_clock]),
+                          lbx=prob.lbw, ubx=prob.ubw, p=p)
+        return sol["x"].full().ravel(), self.solver.stats(), float(sol["f"])
+
+    def complementarity(self, w: np.ndarray) -> float:
+        """Max cross-complementarity product at w (nosnoc's measure)."""
+        return float(self.problem.comp_res(w, self.p_val))
 
 
 class _Heartbeat(ca.Callback):
@@ -278,7 +331,7 @@ class _Heartbeat(ca.Callback):
         self._label, self._count = label, 0
         self._t0 = self._last = time.perf_counter()
 
-    def finalize(self, nx: int, ng: int, np_: int) -> None:
+    def bind_sizes(self, nx: int, ng: int, np_: int) -> None:
         """Fix the NLP sizes and construct the CasADi callback (once)."""
         self._sizes = {"x": nx, "lam_x": nx, "g": ng, "lam_g": ng, "p": np_, "lam_p": np_}
         self.construct("plan_heartbeat", {})

@@ -236,6 +236,29 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
                               aux_columns=aux, functions=functions)
 
 
+def dense_regions(system: TimeFreezingSystem) -> tuple[ca.SX, np.ndarray, tuple[int, ...]]:
+    """The same PSS with one region per sign pattern of c (for Stewart's representation).
+
+    Returns (F, S, aux_columns): S has all 2^nc sign rows (no zeros), so each row is one orthant
+    and Stewart's indicator -S c picks the orthant of c; F repeats the field of the region
+    (Eq. 25) that contains that orthant.
+    """
+    nc = system.S.shape[1]
+    rows, cols, aux = [], [], []
+    for k in range(2 ** nc):
+        signs = np.array([1.0 if (k >> (nc - 1 - j)) & 1 == 0 else -1.0 for j in range(nc)])
+        for i, row in enumerate(system.S):
+            if all(r == 0 or r == sg for r, sg in zip(row, signs)):
+                break
+        else:  # pragma: no cover - the rows of S cover every orthant by construction
+            raise RuntimeError(f"sign pattern {signs} is in no region of S")
+        if i in system.aux_columns:
+            aux.append(len(rows))
+        rows.append(signs)
+        cols.append(system.F[:, i])
+    return ca.horzcat(*cols), np.array(rows), tuple(aux)
+
+
 def step_multipliers(S: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Filippov multipliers theta (one per row of S) from Step values alpha in [0, 1] (Eq. 32).
 

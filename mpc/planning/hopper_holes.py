@@ -1,0 +1,110 @@
+"""The hopper crossing three holes (seed 004, Section 6; DESIGN.md section 4).
+
+The planar one-legged hopper of `robots` (q = (x, z, phi_hip, phi_knee), torques at hip and
+knee) starts at rest at q0 = (0, 0.4, 0, 0) (leg straight, foot on the ground) and must be at
+q_target = (3, 0.4, 0, 0) at T = 2.5 s, N = 20 control intervals, minimising the integral of
+u^T u, |u| <= 60 N m, with the state/kinematic bounds of the paper:
+
+    -0.05 <= x, p_foot,x, p_knee,x          0.2 <= z <= 0.55
+    |phi_hip| <= 3 pi / 8, |phi_knee| <= pi / 2
+    p_knee,z >= 0.05                        -0.005 <= p_foot,z <= 0.2
+
+and the foot outside three ellipses centred on the ground at x = 0.5, 1.5, 2.5 m with
+semi-axes 0.5 m (horizontal) and 0.1 m (vertical):
+((p_foot,x - x_c) / 0.5)^2 + (p_foot,z / 0.1)^2 >= 1. With these semi-axes the holes fill
+[0, 3] and touch at x = 1 and 2, so the foot can stand on the ground only at x = 0, 1, 2, 3.
+Contact: time-freezing with a_n = 200, mu = 0.8 (the robot's own value).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from robots import get_robot
+from robots.model import RobotModel
+
+from .ocp import PlannerOptions, TimeFreezingOcp
+from .time_freezing import ContactLagrangian, time_freezing_system
+
+A_N = 200.0  # auxiliary dynamics constant (Sec. 6)
+
+
+@dataclass(frozen=True)
+class HoleTerrain:
+    """Elliptic keep-out regions for the foot, centred on the ground (m)."""
+
+    centers: tuple[float, ...] = (0.5, 1.5, 2.5)
+    semi_x: float = 0.5
+    semi_z: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.semi_x <= 0 or self.semi_z <= 0:
+            raise ValueError(f"hole semi-axes must be > 0 m, got semi_x={self.semi_x}, semi_z={self.semi_z}")
+
+    def levels(self, px, pz):
+        """Ellipse level ((px - xc)/a)^2 + (pz/b)^2 per hole (>= 1 outside); numpy or SX inputs."""
+        return [((px - xc) / self.semi_x) ** 2 + (pz / self.semi_z) ** 2 for xc in self.centers]
+
+
+@dataclass(frozen=True)
+class HopperTask:
+    """The Section 6 task: start, target, horizon (s), grid, limits and terrain."""
+
+    q0: tuple[float, ...] = (0.0, 0.4, 0.0, 0.0)
+    q_target: tuple[float, ...] = (3.0, 0.4, 0.0, 0.0)
+    horizon: float = 2.5
+    n_intervals: int = 20
+    u_max: float = 60.0
+    x_min: float = -0.05
+    z_range: tuple[float, float] = (0.2, 0.55)
+    hip_max: float = 3 * np.pi / 8
+    knee_max: float = np.pi / 2
+    knee_z_min: float = 0.05
+    foot_z_range: tuple[float, float] = (-0.005, 0.2)
+    terrain: HoleTerrain = HoleTerrain()
+    a_n: float = A_N
+
+
+def knee_point(model: RobotModel) -> ca.SX:
+    """SX 2-vector: the knee (origin of body "shank"), m."""
+    if "shank" not in model.body_names:
+        raise ValueError(f"{model.name}: no body named 'shank' (bodies: {model.body_names}); the knee is its origin")
+    row = model.body_names.index("shank")
+    return model.body_poses[row, :2].T
+
+
+def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None = None) -> TimeFreezingOcp:
+    """The time-freezing OCP of Section 6 for the `hopper` robot."""
+    model = model or get_robot("hopper")
+    if model.nq != 4 or model.nu != 2 or model.nc < 1:
+        raise ValueError(f"{model.name}: expected the planar hopper (nq=4, nu=2, one foot contact)")
+    cls = ContactLagrangian.from_robot(model, "foot")
+    u = cls.u
+    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u))
+    foot = model.contacts[0].point
+    knee = knee_point(model)
+    holes = task.terrain.levels(foot[0], foot[1])
+    path = ca.vertcat(foot[0], knee[0], knee[1], foot[1], *holes)
+    inf = np.inf
+    path_lb = np.array([task.x_min, task.x_min, task.knee_z_min, task.foot_z_range[0]] + [1.0] * len(holes))
+    path_ub = np.array([inf, inf, inf, task.foot_z_range[1]] + [inf] * len(holes))
+    names = ("foot_x", "knee_x", "knee_z", "foot_z") + tuple(f"hole@{xc:g}" for xc in task.terrain.centers)
+    q_lb = np.array([task.x_min, task.z_range[0], -task.hip_max, -task.knee_max])
+    q_ub = np.array([inf, task.z_range[1], task.hip_max, task.knee_max])
+    target = np.asarray(task.q_target, dtype=float)
+    return TimeFreezingOcp(
+        system=system, q0=np.asarray(task.q0, dtype=float), v0=np.zeros(4), horizon=task.horizon,
+        n_intervals=task.n_intervals, u_lb=-task.u_max * np.ones(2), u_ub=task.u_max * np.ones(2),
+        q_lb=q_lb, q_ub=q_ub, path=path, path_lb=path_lb, path_ub=path_ub, path_names=names,
+        terminal=cls.q - ca.DM(target), name="hopper_holes",
+    )
+
+
+def hopper_options(**overrides) -> PlannerOptions:
+    """Section 6's discretization: FESD Radau IIA order 5 (n_s = 3), 3 finite elements per interval."""
+    base = dict(n_s=3, n_fe=3, sigma_0=1.0, homotopy_slope=0.1, comp_tol=1e-7, max_homotopy=12,
+                s_max=10.0, ipopt_max_iter=2000)
+    base.update(overrides)
+    return PlannerOptions(**base)

@@ -1,0 +1,137 @@
+"""Offline planning (mpc.planning): the time-freezing construction and the paper's Example 5.
+
+The hopper OCP itself takes minutes and is run by `python -m launch plan hopper-holes`, not here.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from mpc.planning import ContactLagrangian, PlannerOptions, time_freezing_system
+from mpc.planning.particle import GRAVITY, particle_system
+from mpc.planning.scenarios import count_touchdowns, run_scenario
+from mpc.planning.time_freezing import dense_regions, step_multipliers
+from robots import get_robot
+
+
+def test_particle_regions_match_example_4():
+    """Example 4: f1 = (v, u1, -g, 1, L), f2/f3 = (0, 0, -+mu a_n, a_n, 0, 0) for v1 >< 0."""
+    a_n, mu = 5.0, 0.6
+    sys_ = particle_system(a_n=a_n, mu=mu)
+    x = np.array([0.3, 0.2, 1.5, -2.0, 0.1, 0.0])  # q, v, t, ell
+    F = np.asarray(sys_.functions["F"](x, [4.0]))
+    np.testing.assert_allclose(F[:, 0], [1.5, -2.0, 4.0, -GRAVITY, 1.0, 16.0])
+    np.testing.assert_allclose(F[:, 0], F[:, 1])
+    np.testing.assert_allclose(F[:, 2], [0, 0, -mu * a_n, a_n, 0, 0])  # c3 = v1 > 0: friction along -x
+    np.testing.assert_allclose(F[:, 3], [0, 0, mu * a_n, a_n, 0, 0])
+    np.testing.assert_allclose(np.asarray(sys_.functions["switching"](x)).ravel(), [0.2, -2.0, 1.5])
+
+
+def test_step_multipliers_partition_unity_and_dense_regions():
+    sys_ = particle_system()
+    rng = np.random.default_rng(0)
+    for alpha in rng.uniform(size=(20, 3)):
+        assert step_multipliers(sys_.S, alpha).sum() == pytest.approx(1.0)
+    # in an orthant the Step multipliers pick the region of Eq. (25)
+    np.testing.assert_allclose(step_multipliers(sys_.S, [1, 0, 0]), [1, 0, 0, 0])
+    np.testing.assert_allclose(step_multipliers(sys_.S, [0, 1, 0]), [0, 1, 0, 0])
+    np.testing.assert_allclose(step_multipliers(sys_.S, [0, 0, 1]), [0, 0, 1, 0])
+    np.testing.assert_allclose(step_multipliers(sys_.S, [0, 0, 0]), [0, 0, 0, 1])
+    F, S, aux = dense_regions(sys_)
+    assert S.shape == (8, 3) and aux == (6, 7)  # only c1 < 0, c2 < 0 is auxiliary
+
+
+def test_sliding_mode_slowdown_is_gamma_of_theorem_4():
+    """On Sigma the convex combination keeping n^T v = 0 has theta_1 = D a_n / (D a_n - phi)."""
+    a_n = GRAVITY
+    sys_ = particle_system(a_n=a_n, mu=0.0)
+    x = np.array([1.0, 0.0, 0.5, 0.0, 0.3, 0.0])  # on the table, v2 = 0
+    F = np.asarray(sys_.functions["F"](x, [0.0]))
+    vn = F[3, [0, 2]]  # d(v2)/dtau under f1 and the auxiliary field
+    theta1 = vn[1] / (vn[1] - vn[0])
+    D = float(sys_.functions["delassus"](x))
+    phi = float(sys_.functions["phi"](x, [0.0]))
+    assert theta1 == pytest.approx(D * a_n / (D * a_n - phi)) == pytest.approx(0.5)
+
+
+def test_hopper_time_freezing_uses_the_robot_model():
+    model = get_robot("hopper")
+    cls = ContactLagrangian.from_robot(model, "foot")
+    sys_ = time_freezing_system(cls, a_n=200.0, stage_cost=ca.dot(cls.u, cls.u))
+    fns = model.symbolic_functions()
+    q = np.array([0.1, 0.35, 0.4, -0.8])
+    v = np.array([0.5, -1.0, 2.0, -3.0])
+    u = np.array([10.0, -20.0])
+    x = np.concatenate([q, v, [0.2, 0.0]])
+    F = np.asarray(sys_.functions["F"](x, u))
+    M = np.asarray(fns["mass_matrix"](q))
+    h = np.asarray(fns["bias"](q, v)).ravel()
+    np.testing.assert_allclose(F[4:8, 0], np.linalg.solve(M, model.B @ u - h), rtol=1e-10, atol=1e-10)
+    assert F[9, 0] == pytest.approx(u @ u)  # cost runs with the clock only
+    Jn, Jt = (np.asarray(J).ravel() for J in fns["contact_jacobians"](q))
+    mu = model.params["mu"]
+    np.testing.assert_allclose(F[4:8, 2], 200.0 * np.linalg.solve(M, Jn - mu * Jt), rtol=1e-10)
+    np.testing.assert_allclose(F[:4, 2:], 0.0)  # q and clock frozen in the auxiliary regions
+    np.testing.assert_allclose(F[8, 2:], 0.0)
+
+
+def test_bad_inputs_name_the_field():
+    q = ca.SX.sym("q", 2)
+    with pytest.raises(ValueError, match="mu"):
+        ContactLagrangian(q=q, v=ca.SX.sym("v", 2), u=ca.SX.sym("u", 1), mass_matrix=ca.SX.eye(2),
+                          bias=ca.SX.zeros(2), actuation=ca.SX.zeros(2, 1), gap=q[1], tangent_coordinate=q[0], mu=-1)
+    with pytest.raises(ValueError, match="a_n"):
+        particle_system(a_n=0.0)
+    with pytest.raises(ValueError, match="s_max"):
+        PlannerOptions(s_max=0.5)
+    with pytest.raises(ValueError, match="unknown plan scenario"):
+        run_scenario("no-such-plan")
+
+
+def test_count_touchdowns():
+    assert count_touchdowns(np.array([0.0, 0.1, 0.2, 0.0, 0.0, 0.3, 0.0])) == 2
+    assert count_touchdowns(np.array([0.0, 0.0])) == 0
+
+
+@pytest.fixture(scope="module")
+def example5(tmp_path_factory):
+    """The paper's Example 5, solved once through the same path as `python -m launch plan particle`."""
+    out = tmp_path_factory.mktemp("plans")
+    return run_scenario("particle", out_dir=out, progress=lambda m: None), out
+
+
+def test_example5_reaches_the_target_through_an_impact(example5):
+    summary, out = example5
+    assert summary["converged"], summary
+    assert summary["complementarity_max"] <= 1e-6
+    np.testing.assert_allclose(summary["final_q"], [3.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(summary["final_v"], [0.0, 0.0], atol=1e-6)
+    assert abs(summary["physical_time_end"] - 2.0) <= 1e-6
+    assert summary["clock_residual"] <= 1e-6  # t_k = k T / N: equidistant physical control grid
+    assert max(abs(u) for u in summary["u"]) <= 10.0 + 1e-6
+    assert summary["n_touchdowns"] == 1
+    data = np.load(out / "particle" / "plan.npz")
+    np.testing.assert_allclose(np.diff(data["t_grid"]), 0.1)
+    # the impact: time frozen while the vertical velocity jumps to zero at t = sqrt(2 / g)
+    frozen = data["mode"] == 1
+    assert frozen.any()
+    np.testing.assert_allclose(data["t"][frozen][0], np.sqrt(2 / GRAVITY), atol=1e-3)
+    assert np.all(np.abs(data["v"][data["t"] > 0.5, 1]) < 1e-5)
+    # speed of time: catches up in the impact interval, compensates gamma = 1/2 in contact (a_n = g)
+    s = np.asarray(summary["s"])
+    assert s.max() > 2.0
+    np.testing.assert_allclose(s[-5:], 2.0, atol=1e-4)
+    assert (out / "particle" / "torques.png").stat().st_size > 0
+
+
+def test_plan_command_is_listed():
+    out = subprocess.run([sys.executable, "-m", "launch", "plan", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "hopper-holes" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "launch", "plan", "no-such-plan"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "no-such-plan" in bad.stderr
