@@ -46,9 +46,15 @@ def _stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
             p.kill()
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True) -> dict:
     """Run `scenario` closed loop over the bridge; return summary.json's content."""
     scenario.validate()
+    # Ctrl-C and SIGTERM both end the run cleanly (explicit: a background job inherits SIGINT ignored)
+    old_handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     folder = new_run_folder(scenario, runs_dir)
     plant = _spawn("serve", folder)
     controller = _spawn("control", folder)
@@ -80,6 +86,8 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
         if bar is not None:
             bar.stop()
         _stop(procs)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
     return finalize(folder, scenario, interrupted=interrupted, exit_codes=[p.returncode for p in procs])
 
 

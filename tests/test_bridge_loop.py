@@ -180,3 +180,24 @@ def test_curve_keys_admit_the_right_controller_only(tmp_path):
     assert summary["hellos"] == 1 and summary["ticks"] == 10
     assert friend_out["ticks"] == 10
     assert intruder_out["ticks"] == 0 and intruder_out["exit_code"] == EXIT_PLANT_SILENT
+
+
+def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path):
+    import json
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-c",
+                             "import sys; from launch.run import run; from launch.scenario import load_scenario; "
+                             f"run(load_scenario('hopper-realtime').with_overrides(duration_s=60.0), "
+                             f"runs_dir={str(tmp_path)!r}, progress=False)"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: any(json.loads(p.read_text() or "{}").get("tick", 0) >= 50
+                          for p in tmp_path.glob("*/progress.json") if p.stat().st_size))
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    folder = next(tmp_path.iterdir())
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = (folder / "plant_ticks.csv").read_text().strip().splitlines()[1:]
+    assert summary["interrupted"] and summary["exit_codes"] == [0, 0]
+    assert summary["ticks"] == len(rows) >= 50 and summary["misses"] == 0
+    assert (folder / "latency.png").exists() and (folder / "trajectory.npz").exists()
