@@ -3,8 +3,10 @@
     client = ControllerClient(endpoint, controller, options)
     summary = client.run()           # until BYE, a stop signal, or the plant goes silent
 
-Per tick it logs (controller_ticks.csv): tick, sim time, receive-to-send time, the
-controller's own phases (e.g. acados time_tot/time_lin/time_qp...), and injected delay.
+Per tick it logs (controller_ticks.csv): tick, sim time, tick_ms (receive-to-send time),
+solve_ms (receive to the end of the controller's optional `prepare()` after sending: the whole
+tick's work), the controller's own phases in ms (e.g. acados time_tot/time_qp...), and its
+optional `tick_info()` fields (e.g. status, qp_iter, missed, touchdown_plan_s).
 Fault injection for tests: `delay_s` added before sending on ticks where
 tick % delay_every == delay_phase.
 """
@@ -74,6 +76,8 @@ class ControllerClient:
             sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": model.name,
                                                                 "name": o.name}))
             dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
+            prepare = getattr(self.controller, "prepare", None)
+            tick_info = getattr(self.controller, "tick_info", None)
             last_flush = time.monotonic()
             last_heard = time.monotonic()
             heard_any = False
@@ -104,8 +108,14 @@ class ControllerClient:
                     time.sleep(o.delay_s)
                 sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, [
                     cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd, np.array([msg.seq + 1], dtype=np.int64)]))
-                row = {"tick": msg.seq, "t": msg.t, "tick_ms": (time.perf_counter() - t_recv) * 1e3,
+                t_sent = time.perf_counter()
+                if prepare is not None:  # e.g. the MPC's preparation phase, off the latency path
+                    phases.update(prepare())
+                row = {"tick": msg.seq, "t": msg.t, "tick_ms": (t_sent - t_recv) * 1e3,
+                       "solve_ms": (time.perf_counter() - t_recv) * 1e3,
                        **{f"{k}_ms": v * 1e3 for k, v in phases.items()}}
+                if tick_info is not None:
+                    row.update(tick_info())
                 self.rows.append(row)
                 if log_file is not None:
                     if writer is None:

@@ -43,6 +43,8 @@ class ServerOptions:
     after a miss. damping_kd: joint damping of the safe command, N m s/rad. duration_s: run
     length in simulated seconds (None: until stopped). lockstep_timeout_s: longest wait in
     lockstep. log_dir: where logs go (None: no logs). curve_keys: CurveZMQ key folder.
+    push_ns: a horizontal impulse (N s, along +x) applied to the base once simulated time
+    reaches push_at_s (default: mid-run); 0 = no push.
     """
 
     bind: str = "tcp://127.0.0.1:5555"
@@ -56,6 +58,8 @@ class ServerOptions:
     lockstep_timeout_s: float = 5.0
     log_dir: str | None = None
     curve_keys: str | None = None
+    push_ns: float = 0.0
+    push_at_s: float | None = None
 
     def validate(self) -> "ServerOptions":
         """Raise ValueError naming any bad field; return self."""
@@ -152,6 +156,9 @@ class PlantServer:
         self.damping = JointCommand(np.zeros(nu), np.zeros(nu), np.zeros(nu), np.zeros(nu),
                                     np.full(nu, options.damping_kd))
         self.last_command: JointCommand | None = None
+        self.pushed = False
+        if options.push_ns and "x" not in m.q_names:
+            raise ValueError(f"push_ns needs a robot with a horizontal base coordinate 'x'; {m.name} has none")
         self.log = RunLog(options.log_dir, m)
 
     # ------------------------------------------------------------------ messages
@@ -297,6 +304,8 @@ class PlantServer:
                 self.last_command = None
                 self.state = self.plant.step(self.damping, period)
                 status = f"damp ({err})"[:40]
+            if self.options.push_ns and not self.pushed and self.state.t >= self._push_time():
+                self._push()
             self.log.tick((tick, self.state.t, time.time_ns(), round(jitter_us, 1), round(latency_us, 1), status,
                            int(command is None)), self.state, self.state.tau)
             tick += 1
@@ -311,6 +320,25 @@ class PlantServer:
             self._progress(tick, n_ticks, done=True)
             (Path(o.log_dir) / "plant_summary.json").write_text(json.dumps(summary, indent=1))
         return summary
+
+    def _push_time(self) -> float:
+        o = self.options
+        if o.push_at_s is not None:
+            return o.push_at_s
+        return 0.5 * o.duration_s if o.duration_s else 0.0
+
+    def _push(self) -> None:
+        """Apply the horizontal impulse push_ns (N s) at the base: v += M^-1 e_x push_ns."""
+        from robots import numeric
+
+        model = self.model
+        s = self.state
+        impulse = np.zeros(model.nv)
+        impulse[model.q_names.index("x")] = self.options.push_ns
+        v = s.v + np.linalg.solve(numeric(model, verbose=False).mass_matrix(s.q), impulse)
+        self.state = self.plant.reset(s.q.copy(), v, s.t)
+        self.pushed = True
+        self.counts["pushes"] += 1
 
     def _progress(self, tick: int, n_ticks: int | None, done: bool = False) -> None:
         info = {"tick": tick, "ticks": n_ticks, "t": self.state.t, "misses": self.counts["misses"], "done": done,

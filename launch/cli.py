@@ -54,8 +54,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .run import run
     from .scenario import load_scenario
 
-    sc = load_scenario(args.scenario).with_overrides(
-        duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller).validate()
+    sc = load_scenario(args.scenario)
+    if args.controller is not None and args.controller != sc.controller:
+        sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
+    sc = sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
+                           push_ns=args.push).validate()
     summary = run(sc, progress=not args.json)
     if args.json:
         print(json.dumps(summary))
@@ -157,7 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, help="simulated seconds")
     p.add_argument("--mode", choices=("lockstep", "realtime"), help="override the scenario's mode")
     p.add_argument("--plant", help="override the plant (ess, hybrid)")
-    p.add_argument("--controller", help="override the controller (pd)")
+    p.add_argument("--controller", help="override the controller (pd, mpc)")
+    p.add_argument("--push", type=float, default=None, metavar="N",
+                   help="horizontal push of N newton-seconds on the base at mid-run")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("serve-plant", help="run a plant alone for an outside controller")

@@ -13,7 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from .runfolder import latency_table, task_metrics, write_plots
+import numpy as np
+
+from .runfolder import latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
 from .scenario import Scenario
 
 
@@ -103,18 +105,30 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     table = latency_table(folder)
     q0_z = model.q0[model.q_names.index("z")] if "z" in model.q_names else None
     metrics = task_metrics(folder, q0_z)
+    ctrl = read_csv(folder / "controller_ticks.csv")
+    targets = scenario.controller_options if scenario.controller == "mpc" else {}
+    if scenario.controller == "mpc" and scenario.robot == "hopper":
+        targets = {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
+    elif scenario.controller == "mpc":
+        targets = {"vx": 0.3, **targets}
+    comp = ctrl.get("complementarity")
     summary = {
         "ticks": plant["ticks"],
         "rate_hz": scenario.control_rate_hz,
         "deadline_ms": plant["deadline_ms"],
-        "solve_ms": table["tick_ms"],
+        "solve_ms": table["solve_ms"],
+        "tick_ms": table["tick_ms"],
         "latency_ms": table["latency_ms"],
         "jitter_ms": table["jitter_ms"],
-        "misses": plant["misses"],
+        # real time: ticks whose command reached the plant late; lockstep (the plant waits): ticks
+        # whose controller overran its deadline, i.e. would have missed in real time
+        "misses": plant["misses"] if scenario.mode == "realtime" else max(plant["misses"], table["controller_misses"]),
         "fell": metrics["fell"],
-        "apex_height_m": {"mean": metrics["apex_height_m"], "target": None},
-        "vx_mps": {"mean": metrics["vx_mps"], "target": None},
-        "complementarity_max": None,  # reported by contact-implicit MPC controllers
+        "apex_height_m": {"mean": metrics["apex_height_m"], "target": targets.get("apex_height")},
+        "vx_mps": {"mean": metrics["vx_mps"], "target": targets.get("vx")},
+        "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
+        "push_ns": scenario.push_ns,
+        "touchdown_replanned_s": touchdown_replanning(folder, scenario),
         "plant": scenario.plant,
         "controller": scenario.controller,
         "mode": scenario.mode,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+WHOLE_TICK = ("tick_ms", "solve_ms")  # controller columns that are whole-tick times, not phases
 
 def read_csv(path: Path) -> dict[str, np.ndarray]:
     """Columns of a CSV file as arrays (numbers where they parse, strings otherwise)."""
@@ -46,11 +47,13 @@ def latency_table(folder: Path) -> dict:
     ctrl = read_csv(folder / "controller_ticks.csv")
     plant = read_csv(folder / "plant_ticks.csv")
     summary = json.loads((folder / "plant_summary.json").read_text()) if (folder / "plant_summary.json").exists() else {}
-    phases = {k[:-3]: float(np.nanmean(v)) for k, v in ctrl.items() if k.endswith("_ms") and k != "tick_ms"}
+    phases = {k[:-3]: float(np.nanmean(v)) for k, v in ctrl.items() if k.endswith("_ms") and k not in WHOLE_TICK}
     return {
         "ticks": int(len(plant.get("tick", []))),
         "deadline_ms": summary.get("deadline_ms"),
         "tick_ms": percentiles(ctrl.get("tick_ms", np.array([]))),
+        "solve_ms": percentiles(ctrl.get("solve_ms", ctrl.get("tick_ms", np.array([])))),
+        "controller_misses": int(np.nansum(ctrl.get("missed", np.array([])))),
         "latency_ms": percentiles(plant.get("latency_us", np.array([])) / 1e3),
         "jitter_ms": percentiles(np.abs(plant.get("jitter_us", np.array([]))) / 1e3),
         "misses": int(np.nansum(plant.get("missed", np.array([])))),
@@ -79,6 +82,25 @@ def task_metrics(folder: Path, q0_z: float | None) -> dict:
         x = traj["q"][:, names.index("x")]
         out["vx_mps"] = float((x[-1] - x[0]) / (traj["t"][-1] - traj["t"][0]))
     return out
+
+
+def touchdown_replanning(folder: Path, scenario) -> float | None:
+    """After a push: how far (s) the MPC moved its planned next touchdown between the last tick
+    before the push and the first tick after it (None without a push or a logged plan).
+
+    A scheduled controller would keep the touchdown time; a contact-implicit one re-plans it."""
+    if not scenario.push_ns:
+        return None
+    ctrl = read_csv(folder / "controller_ticks.csv")
+    if "touchdown_plan_s" not in ctrl or not ctrl["t"].size:
+        return None
+    t_push = 0.5 * scenario.duration_s
+    t, td = ctrl["t"], ctrl["touchdown_plan_s"]
+    before = np.flatnonzero((t < t_push) & np.isfinite(td))
+    after = np.flatnonzero((t > t_push) & (t < t_push + 0.1) & np.isfinite(td))
+    if not before.size or not after.size:
+        return None
+    return float(np.max(np.abs(td[after] - td[before[-1]])))
 
 
 def write_plots(folder: Path) -> list[Path]:
@@ -135,7 +157,7 @@ def write_plots(folder: Path) -> list[Path]:
     fig.savefig(written[-1], dpi=100)
     plt.close(fig)
 
-    phases = {k[:-3]: v for k, v in ctrl.items() if k.endswith("_ms") and k != "tick_ms"}
+    phases = {k[:-3]: v for k, v in ctrl.items() if k.endswith("_ms") and k not in WHOLE_TICK}
     if phases:
         fig, ax = plt.subplots(figsize=(6, 3))
         names_p = list(phases)

@@ -19,7 +19,8 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 @dataclass(frozen=True)
 class Scenario:
-    """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal)."""
+    """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal),
+    push_ns: horizontal impulse on the base at mid-run, N s (0 = none)."""
 
     name: str
     robot: str
@@ -32,6 +33,7 @@ class Scenario:
     hold_ticks: int = 3
     seed: int = 0
     drop_m: float = 0.0
+    push_ns: float = 0.0
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
 
@@ -51,6 +53,9 @@ class Scenario:
             raise ValueError(f"scenario {self.name!r}: mode must be 'lockstep' or 'realtime', got {self.mode!r}")
         if not self.duration_s > 0:
             raise ValueError(f"scenario {self.name!r}: duration_s must be > 0, got {self.duration_s}")
+        if not (abs(self.push_ns) < 100.0):
+            raise ValueError(f"scenario {self.name!r}: push_ns must be a horizontal impulse in (-100, 100) N s, "
+                             f"got {self.push_ns}")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         return self

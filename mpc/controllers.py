@@ -3,8 +3,11 @@
 Interface (what `bridge.client.ControllerClient` calls):
     ctrl = make_controller(name, model, **options)
     command, timing = ctrl.compute(t, q, v, contact)
+    timing2 = ctrl.prepare()          # optional: work done after the command is sent
+    info = ctrl.tick_info()           # optional: non-time per-tick record (iterations, status...)
 `command` is a JointCommand; `timing` a dict of named phases in seconds (the per-phase
 breakdown that `launch profile` tables and plots; the MPC reports acados's phases there).
+Controllers: "pd" (StandPD, below) and "mpc" (mpc.mpc_controller.ContactMpc).
 """
 from __future__ import annotations
 
@@ -58,7 +61,13 @@ class StandPD:
         return cmd, {"compute": time.perf_counter() - t0}
 
 
-CONTROLLERS = {"pd": StandPD}
+def _mpc(model: RobotModel, **options):
+    from .mpc_controller import make_mpc  # imports acados only when the MPC is asked for
+
+    return make_mpc(model, **options)
+
+
+CONTROLLERS = {"pd": StandPD, "mpc": _mpc}
 
 
 def make_controller(name: str, model: RobotModel, **options):

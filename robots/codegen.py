@@ -159,6 +159,40 @@ def generate_source(functions: Sequence[ca.Function]) -> tuple[str, list[ca.Func
     return source, wrapped
 
 
+def compile_shared(source: str, *, lib_name: str, cache_dir: Path | str | None = None, verbose: bool = True,
+                   extra_args: Sequence[str] = (), what: str = "") -> tuple[Path, bool, float]:
+    """Compile C `source` into a shared library once, cached by a hash of source, compiler and
+    flags; returns (path of lib.so, built_now, build seconds). extra_args: more gcc arguments
+    (include folders, libraries)."""
+    compiler = shutil.which(os.environ.get("CC", "gcc"))
+    if compiler is None:
+        raise RuntimeError("no C compiler found: install gcc (Debian: apt-get install gcc) or set CC")
+    key = hashlib.sha256("\n".join([source, compiler, *CFLAGS, *extra_args, ca.__version__]).encode()).hexdigest()[:16]
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    entry = folder / f"{lib_name}-{key}"
+    so_path = entry / "lib.so"
+    built_now, build_s = False, 0.0
+    if not so_path.exists():
+        entry.mkdir(parents=True, exist_ok=True)
+        c_path = entry / "generated.c"
+        c_path.write_text(source)
+        if verbose:
+            print(f"[codegen] compiling {lib_name} ({what + ', ' if what else ''}{len(source) // 1024} KiB of C) "
+                  f"with {Path(compiler).name}; one-time, cached in {entry}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=entry)
+        os.close(fd)
+        proc = subprocess.run([compiler, *CFLAGS, "-o", tmp, str(c_path), *extra_args, "-lm"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            os.unlink(tmp)
+            raise RuntimeError(f"compiling {c_path} failed:\n{proc.stderr[-4000:]}")
+        os.replace(tmp, so_path)
+        build_s = time.perf_counter() - t0
+        built_now = True
+    return so_path, built_now, build_s
+
+
 def compile_functions(
     functions: Sequence[ca.Function],
     *,
@@ -177,31 +211,8 @@ def compile_functions(
         The loaded library; `built_now` tells whether it was compiled by this call.
     """
     source, wrapped = generate_source(functions)
-    compiler = shutil.which(os.environ.get("CC", "gcc"))
-    if compiler is None:
-        raise RuntimeError("no C compiler found: install gcc (Debian: apt-get install gcc) or set CC")
-    key = hashlib.sha256("\n".join([source, compiler, *CFLAGS, ca.__version__]).encode()).hexdigest()[:16]
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    entry = folder / f"{lib_name}-{key}"
-    so_path = entry / "lib.so"
-    built_now, build_s = False, 0.0
-    if not so_path.exists():
-        entry.mkdir(parents=True, exist_ok=True)
-        c_path = entry / "generated.c"
-        c_path.write_text(source)
-        if verbose:
-            print(f"[codegen] compiling {lib_name} ({len(functions)} functions, {len(source) // 1024} KiB of C) "
-                  f"with {Path(compiler).name}; one-time, cached in {entry}", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=entry)
-        os.close(fd)
-        proc = subprocess.run([compiler, *CFLAGS, "-o", tmp, str(c_path), "-lm"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            os.unlink(tmp)
-            raise RuntimeError(f"compiling {c_path} failed:\n{proc.stderr[-4000:]}")
-        os.replace(tmp, so_path)
-        build_s = time.perf_counter() - t0
-        built_now = True
+    so_path, built_now, build_s = compile_shared(source, lib_name=lib_name, cache_dir=cache_dir, verbose=verbose,
+                                                 what=f"{len(functions)} functions")
     lib = _LOADED.get(so_path) or ctypes.CDLL(str(so_path))
     _LOADED[so_path] = lib
     out: dict[str, CompiledFunction] = {}

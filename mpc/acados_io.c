@@ -1,0 +1,36 @@
+/* Whole-horizon reads and writes of an acados OCP solver in one call each (the Python
+ * interface costs ~8 us per stage and field; these loops cost well under 1 us per stage).
+ * Compiled and loaded by mpc/acados_io.py. */
+#include "acados_c/ocp_nlp_interface.h"
+
+/* xs: (N+1) x nx row-major, us: N x nu row-major */
+void legmpc_get_xu(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_out *o, int N, int nx, int nu,
+                   double *xs, double *us)
+{
+    for (int k = 0; k <= N; k++) ocp_nlp_out_get(c, d, o, k, "x", xs + k * nx);
+    for (int k = 0; k < N; k++) ocp_nlp_out_get(c, d, o, k, "u", us + k * nu);
+}
+
+void legmpc_set_xu(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_out *o, int N, int nx, int nu,
+                   double *xs, double *us)
+{
+    for (int k = 0; k <= N; k++) ocp_nlp_out_set(c, d, o, k, "x", xs + k * nx);
+    for (int k = 0; k < N; k++) ocp_nlp_out_set(c, d, o, k, "u", us + k * nu);
+}
+
+/* fix the initial state: lbx = ubx = x0 at stage 0 */
+void legmpc_set_x0(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_in *in, double *x0)
+{
+    ocp_nlp_constraints_model_set(c, d, in, 0, "lbx", x0);
+    ocp_nlp_constraints_model_set(c, d, in, 0, "ubx", x0);
+}
+
+/* out: time_tot, time_lin, time_qp, time_sim, time_reg (s), then sqp_iter */
+void legmpc_stats(ocp_nlp_config *c, ocp_nlp_solver *s, double *out)
+{
+    static const char *names[5] = {"time_tot", "time_lin", "time_qp", "time_sim", "time_reg"};
+    for (int i = 0; i < 5; i++) ocp_nlp_get(c, s, names[i], out + i);
+    int it = 0;
+    ocp_nlp_get(c, s, "sqp_iter", &it);
+    out[5] = (double)it;
+}

@@ -1,0 +1,81 @@
+"""Fast whole-horizon access to an `AcadosOcpSolver` (one C call per operation).
+
+The acados Python interface costs ~8 us per call and stage; shifting a 30-stage warm start
+through it takes ~1 ms, as long as the solve itself. `HorizonIO` does the same through
+`mpc/acados_io.c`, compiled once against the acados wheel's headers (cached like robot code).
+
+    io = HorizonIO(solver, n_stages, nx, nu)
+    xs, us = io.get()            # (N+1, nx), (N, nu) copies
+    io.set(xs, us); io.set_x0(x0); io.stats() -> dict
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+import numpy as np
+
+from robots.codegen import compile_shared
+
+_SOURCE = Path(__file__).with_name("acados_io.c")
+_LIB: dict[str, ctypes.CDLL] = {}
+STAT_NAMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg", "sqp_iter")
+
+
+def _library() -> ctypes.CDLL:
+    if "lib" not in _LIB:
+        import acados
+
+        from .acados_runtime import ensure_runtime
+
+        ensure_runtime()  # preloads libacados with RTLD_GLOBAL
+        lib_dir = os.path.join(acados.DIR, "lib")
+        inc = os.path.join(acados.DIR, "include")
+        includes = [f"-I{d}" for d in (inc, os.path.join(inc, "blasfeo", "include"), os.path.join(inc, "hpipm", "include"))]
+        so, _, _ = compile_shared(_SOURCE.read_text(), lib_name="acados_io", verbose=False,
+                                  extra_args=(*includes, f"-L{lib_dir}", "-lacados", f"-Wl,-rpath,{lib_dir}"))
+        lib = ctypes.CDLL(str(so))
+        vp, i = ctypes.c_void_p, ctypes.c_int
+        lib.legmpc_get_xu.argtypes = lib.legmpc_set_xu.argtypes = [vp, vp, vp, i, i, i, vp, vp]
+        lib.legmpc_set_x0.argtypes = [vp, vp, vp, vp]
+        lib.legmpc_stats.argtypes = [vp, vp, vp]
+        _LIB["lib"] = lib
+    return _LIB["lib"]
+
+
+class HorizonIO:
+    """Bulk get/set of the iterate, the initial state and the timing statistics of one solver."""
+
+    def __init__(self, solver, n_stages: int, nx: int, nu: int):
+        self.lib = _library()
+        self.solver = solver  # keeps the solver (and its memory) alive
+        self.n, self.nx, self.nu = n_stages, nx, nu
+        self._ptr = (solver.nlp_config, solver.nlp_dims, solver.nlp_out)
+        self._xs = np.zeros((n_stages + 1, nx))
+        self._us = np.zeros((n_stages, nu))
+        self._stats = np.zeros(len(STAT_NAMES))
+
+    def get(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the current iterate: states (N+1, nx) and controls (N, nu)."""
+        self.lib.legmpc_get_xu(*self._ptr, self.n, self.nx, self.nu, self._xs.ctypes.data, self._us.ctypes.data)
+        return self._xs.copy(), self._us.copy()
+
+    def set(self, xs: np.ndarray, us: np.ndarray) -> None:
+        """Overwrite the iterate (the next solve's initial guess)."""
+        xs = np.ascontiguousarray(xs, dtype=np.float64)
+        us = np.ascontiguousarray(us, dtype=np.float64)
+        if xs.shape != self._xs.shape or us.shape != self._us.shape:
+            raise ValueError(f"HorizonIO.set: expected xs {self._xs.shape} and us {self._us.shape}, "
+                             f"got {xs.shape} and {us.shape}")
+        self.lib.legmpc_set_xu(*self._ptr, self.n, self.nx, self.nu, xs.ctypes.data, us.ctypes.data)
+
+    def set_x0(self, x0: np.ndarray) -> None:
+        """Fix stage 0's state to x0 (nx)."""
+        x0 = np.ascontiguousarray(x0, dtype=np.float64)
+        self.lib.legmpc_set_x0(self.solver.nlp_config, self.solver.nlp_dims, self.solver.nlp_in, x0.ctypes.data)
+
+    def stats(self) -> dict:
+        """Times (s) and SQP iterations of the last solver call."""
+        self.lib.legmpc_stats(self.solver.nlp_config, self.solver.nlp_solver, self._stats.ctypes.data)
+        return dict(zip(STAT_NAMES, self._stats.tolist()))

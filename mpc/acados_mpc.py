@@ -1,0 +1,208 @@
+"""The contact-implicit OCP as an acados SQP-RTI solver (HPIPM), and its per-tick timing.
+
+Problem (see mpc.contact_ocp): state (q, v, tau) where tau is the gait clock (tau+ = tau + dt),
+controls (torques, contact forces, sliding slacks), discrete dynamics = the OCP's semi-implicit
+Euler step, stage constraints = the smoothed complementarity residuals as equalities softened
+by L1 + L2 penalised slacks (every QP feasible), cost = weighted least squares of
+(x - xref(tau), u - uref(tau)) with the symbolic gait reference. Generated once per content
+hash (mpc.acados_runtime.cached_ocp_solver).
+
+    rti = RtiSolver(ContactOcp(model, options), reference, weights)
+    rti.feedback(x0) -> status ; rti.shift() ; rti.prepare() ; rti.take_stats()
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from .acados_io import HorizonIO
+from .acados_runtime import acados_template, cached_ocp_solver
+from .contact_ocp import ContactOcp
+from .reference import FourierReference
+from .smoke import set_horizon
+
+
+@dataclass(frozen=True)
+class CostWeights:
+    """Diagonal least-squares weights. w_x (nx), w_u (nu) per stage; terminal = w_x * terminal_factor.
+    z_l1, z_l2: L1 and L2 penalties on the complementarity slacks."""
+
+    w_x: np.ndarray
+    w_u: np.ndarray
+    terminal_factor: float = 10.0
+    z_l1: float = 100.0
+    z_l2: float = 1e4
+
+
+@dataclass(frozen=True)
+class RtiOptions:
+    """qp_iter_max: HPIPM iteration cap (bounds the feedback time); hpipm_mode: HPIPM preset;
+    nlp_solver: "SQP_RTI" (real time) or "SQP" (iterate to convergence, for tests);
+    sqp_iter_max: SQP iterations when nlp_solver == "SQP"."""
+
+    qp_iter_max: int = 50
+    hpipm_mode: str = "ROBUST"
+    cond_n: int | None = None
+    warm_start: int = 1
+    qp_tol: float = 1e-6
+    nlp_solver: str = "SQP_RTI"
+    sqp_iter_max: int = 100
+    tol: float = 1e-8
+
+
+def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: CostWeights,
+                     options: RtiOptions = RtiOptions(), name: str | None = None,
+                     joint_limits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+    """The AcadosOcp of the contact-implicit problem with the clock state (no solver built).
+
+    joint_limits: (state indices, lower, upper) kept as soft bounds (L1 + L2 penalised) on
+    stages 1..N-1."""
+    tpl = acados_template()
+    nx, nu = problem.nx, problem.nu
+    if np.shape(weights.w_x) != (nx,) or np.shape(weights.w_u) != (nu,):
+        raise ValueError(f"CostWeights: w_x must have {nx} entries and w_u {nu}, "
+                         f"got {np.shape(weights.w_x)} and {np.shape(weights.w_u)}")
+    tau = ca.SX.sym("tau")
+    x, u = problem.x, problem.u
+    model = tpl.AcadosModel()
+    model.name = name or f"cimpc_{problem.model.name}"
+    model.x = ca.vertcat(x, tau)
+    model.u = u
+    model.disc_dyn_expr = ca.vertcat(problem.x_next, tau + problem.options.dt)
+    model.con_h_expr = problem.comp
+    model.cost_y_expr = ca.vertcat(x - reference.x(tau), u - reference.u(tau))
+    model.cost_y_expr_e = x - reference.x(tau)
+    ocp = tpl.AcadosOcp()
+    ocp.model = model
+    n = problem.options.n_stages
+    set_horizon(ocp, n)
+    ocp.solver_options.tf = n * problem.options.dt
+    ocp.cost.cost_type = "NONLINEAR_LS"
+    ocp.cost.cost_type_e = "NONLINEAR_LS"
+    ocp.cost.W = np.diag(np.concatenate([weights.w_x, weights.w_u]))
+    ocp.cost.W_e = np.diag(weights.terminal_factor * np.asarray(weights.w_x))
+    ocp.cost.yref = np.zeros(nx + nu)
+    ocp.cost.yref_e = np.zeros(nx)
+    nh = problem.n_comp
+    ocp.constraints.lh = np.zeros(nh)
+    ocp.constraints.uh = np.zeros(nh)
+    ocp.constraints.idxsh = np.arange(nh)
+    nsbx = 0
+    if joint_limits is not None and len(joint_limits[0]):
+        idx, lo, hi = joint_limits
+        nsbx = len(idx)
+        ocp.constraints.idxbx = np.asarray(idx, int)
+        ocp.constraints.lbx = np.asarray(lo, float)
+        ocp.constraints.ubx = np.asarray(hi, float)
+        ocp.constraints.idxsbx = np.arange(nsbx)
+    # slack penalties are ordered [soft x bounds, soft h]
+    ocp.cost.zl = ocp.cost.zu = np.full(nsbx + nh, weights.z_l1)
+    ocp.cost.Zl = ocp.cost.Zu = np.full(nsbx + nh, weights.z_l2)
+    ocp.constraints.lbu = problem.u_lb
+    ocp.constraints.ubu = problem.u_ub
+    ocp.constraints.idxbu = np.arange(nu)
+    ocp.constraints.x0 = np.zeros(nx + 1)
+    so = ocp.solver_options
+    so.integrator_type = "DISCRETE"
+    so.nlp_solver_type = options.nlp_solver
+    so.qp_solver = "PARTIAL_CONDENSING_HPIPM"
+    so.hpipm_mode = options.hpipm_mode
+    so.hessian_approx = "GAUSS_NEWTON"
+    so.qp_solver_iter_max = options.qp_iter_max
+    so.qp_solver_warm_start = options.warm_start
+    if options.cond_n is not None:
+        so.qp_solver_cond_N = options.cond_n
+    so.nlp_solver_max_iter = options.sqp_iter_max
+    so.tol = options.tol
+    so.qp_tol = options.qp_tol
+    so.print_level = 0
+    return ocp
+
+
+class RtiSolver:
+    """One compiled acados solver of the OCP plus warm-start and timing helpers."""
+
+    TIMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg")
+
+    def __init__(self, problem: ContactOcp, reference: FourierReference, weights: CostWeights,
+                 options: RtiOptions = RtiOptions(), *, joint_limits=None, cache_dir=None, verbose: bool = True):
+        self.problem, self.reference, self.options = problem, reference, options
+        self.n = problem.options.n_stages
+        self.nx = problem.nx + 1
+        self.solver = cached_ocp_solver(build_acados_ocp(problem, reference, weights, options,
+                                                         joint_limits=joint_limits),
+                                        cache_dir=cache_dir, verbose=verbose)
+        self.built_now = self.solver.legmpc_built_now
+        self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu)
+        self._acc = dict.fromkeys(self.TIMES, 0.0)
+        self._iters = {"sqp_iter": 0, "qp_iter": 0}
+
+    def initialize(self, x0: np.ndarray, tau0: float) -> None:
+        """Set the whole horizon's guess to the reference from gait time tau0 (state x0 at stage 0)."""
+        dt = self.problem.options.dt
+        taus = tau0 + dt * np.arange(self.n + 1)
+        xs = np.column_stack([self.reference.x_at(taus), taus])
+        xs[0, :-1] = x0
+        us = np.clip(self.reference.u_at(taus[:-1]), self.problem.u_lb, self.problem.u_ub)
+        self.io.set(xs, us)
+
+    def shift(self, xs: np.ndarray | None = None, us: np.ndarray | None = None) -> None:
+        """Warm start for the next tick: move every stage's x and u one stage earlier; the new
+        last stage repeats the old last state and control (its clock advanced by dt). xs, us:
+        the current iterate if the caller already has it (else it is read)."""
+        if xs is None or us is None:
+            xs, us = self.io.get()
+        xs2 = np.empty_like(xs)
+        us2 = np.empty_like(us)
+        xs2[:-1], us2[:-1], us2[-1] = xs[1:], us[1:], us[-1]
+        xs2[-1] = xs[-1]
+        xs2[-1, -1] += self.problem.options.dt
+        self.io.set(xs2, us2)
+
+    def _phase(self, phase: int, x0: np.ndarray | None = None) -> int:
+        s = self.solver
+        if x0 is not None:
+            self.io.set_x0(x0)
+        s.options_set("rti_phase", phase)
+        status = s.solve()
+        st = self.io.stats()
+        for key in self.TIMES:
+            self._acc[key] += st[key]
+        self._iters["sqp_iter"] += int(st["sqp_iter"])
+        if phase != 1:
+            self._iters["qp_iter"] += int(np.sum(s.get_stats("qp_iter")))
+        return status
+
+    def feedback(self, x0: np.ndarray) -> int:
+        """Feedback phase at the measured state x0 (nx + 1, clock last); returns acados status."""
+        return self._phase(2, x0)
+
+    def prepare(self) -> int:
+        """Preparation phase (linearize around the current, shifted guess) for the next tick."""
+        return self._phase(1)
+
+    def solve_to_convergence(self, x0: np.ndarray) -> int:
+        """Full solve (nlp_solver == "SQP"); returns acados status."""
+        self.io.set_x0(x0)
+        return self.solver.solve()
+
+    def take_stats(self) -> dict:
+        """Accumulated acados times (s) and iteration counts since the last call, then reset."""
+        out = {**self._acc, **self._iters}
+        self._acc = dict.fromkeys(self.TIMES, 0.0)
+        self._iters = {"sqp_iter": 0, "qp_iter": 0}
+        return out
+
+    def trajectory(self) -> tuple[np.ndarray, np.ndarray]:
+        """Current iterate: states (N+1, nx + 1, clock last) and controls (N, nu)."""
+        return self.io.get()
+
+
+def timed(fn, *args):
+    """(fn(*args), wall seconds)."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t0

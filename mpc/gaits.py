@@ -1,0 +1,118 @@
+"""Offline periodic reference gaits, found by contact-implicit trajectory optimization (IPOPT).
+
+The gait problem is the MPC's own OCP (`ContactOcp`, same dynamics and smoothed
+complementarity) over one period T, with a free initial state and periodicity
+x_N = x_0 + (forward displacement vx T). For the hopper the period starts at the apex
+(z = apex height, vertical speed 0); no contact schedule is given: the solver finds when the
+foot lands and lifts off. The result is cached on disk by a hash of robot, task and options.
+
+    gait = periodic_gait(model, task, options)     # Gait(t, x (N+1, nx), u (N, nu))
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from robots.codegen import default_cache_dir
+from robots.model import RobotModel
+
+from .contact_ocp import ContactOcp, OcpOptions
+from .ipopt_ocp import TrackingCost, solve_ipopt
+from .tasks import Task
+
+
+GAIT_COST_VERSION = 1  # bump when gait_cost or Task.gait_constraints change
+
+
+@dataclass(frozen=True)
+class Gait:
+    """One period of a reference gait: x (N+1, nx) and u (N, nu) at stage times k * dt."""
+
+    dt: float
+    x: np.ndarray
+    u: np.ndarray
+    shift_x: float  # forward displacement over one period, m
+
+    @property
+    def period(self) -> float:
+        """Gait period, s."""
+        return self.dt * self.u.shape[0]
+
+    def sample(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Reference (x, u) at times t (s, any value: the gait repeats, x advancing by shift_x)."""
+        t = np.atleast_1d(np.asarray(t, float))
+        n = self.u.shape[0]
+        k_float = t / self.dt
+        k = np.floor(k_float + 1e-9).astype(int)
+        cycles, kk = np.divmod(k, n)
+        xs = self.x[kk].copy()
+        xs[:, 0] += cycles * self.shift_x
+        return xs, self.u[kk]
+
+
+def gait_cost(ocp: ContactOcp, task: Task, n: int) -> TrackingCost:
+    """Effort-like cost of the gait problem: torques, joint velocities, forces, forward speed."""
+    model = ocp.model
+    nq = model.nq
+    w = np.zeros(ocp.nx + ocp.nu)
+    yref = np.zeros((n, ocp.nx + ocp.nu))
+    w[nq:ocp.nx] = 0.01  # velocities
+    if "x" in model.q_names:
+        ix = nq + model.q_names.index("x")
+        w[ix] = 1.0
+        yref[:, ix] = task.vx
+    w[ocp.nx: ocp.nx + ocp.n_tau] = 1e-3  # torques (N m)^2
+    w[ocp.nx + ocp.n_tau:] = 1e-3  # contact variables
+    return TrackingCost(w=w, w_e=np.zeros(ocp.nx), yref=yref, xref_e=np.zeros(ocp.nx), z_l1=1e3, z_l2=1e5)
+
+
+def _key(model: RobotModel, task: Task, options: OcpOptions, n: int) -> str:
+    ocp = ContactOcp(model, replace(options, n_stages=n))
+    formulation = str(ocp.x_next) + str(ocp.comp)  # any change of dynamics or contact model re-solves
+    blob = json.dumps({"robot": model.name, "params": {k: str(v) for k, v in model.params.items()},
+                       "task": asdict(task), "options": asdict(options), "n": n, "formulation": formulation,
+                       "costs": GAIT_COST_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def periodic_gait(model: RobotModel, task: Task, options: OcpOptions, *, use_cache: bool = True,
+                  verbose: bool = True) -> Gait:
+    """The periodic reference gait of `task` (cached in <cache>/gaits/), solved by IPOPT with a
+    relaxation homotopy sigma = 100 s, 10 s, s (s = options.sigma) from a trivial guess."""
+    task.validate(model)
+    n = int(round(task.period / options.dt))
+    path = default_cache_dir() / "gaits" / f"{model.name}-{_key(model, task, options, n)}.npz"
+    if use_cache and path.exists():
+        with np.load(path) as d:
+            return Gait(float(d["dt"]), d["x"], d["u"], float(d["shift_x"]))
+    if verbose:
+        print(f"[gait] solving the periodic {model.name} gait (T={task.period} s, {n} stages, IPOPT); cached after",
+              file=sys.stderr, flush=True)
+    x_init = u_init = None
+    sol = None
+    total_cpu = 0.0
+    for scale in (100.0, 10.0, 1.0):
+        opts = replace(options, n_stages=n, sigma=options.sigma * scale, sigma_friction=options.sigma_friction * scale)
+        ocp = ContactOcp(model, opts)
+        cost = gait_cost(ocp, task, n)
+        if x_init is None:
+            x_init = np.tile(task.apex_state(model), (n + 1, 1))
+            x_init[:, 0] = np.linspace(0.0, task.vx * task.period, n + 1)
+        sol = solve_ipopt(ocp, cost, x_init=x_init, u_init=u_init,
+                          extra_constraints=lambda X, U, _o=ocp: task.gait_constraints(_o, X, U), tol=1e-8)
+        total_cpu += sol.cpu_s
+        if verbose:
+            print(f"[gait]   sigma x{scale:g}: {sol.status}, {sol.iterations} iterations, {sol.cpu_s:.1f} s",
+                  file=sys.stderr, flush=True)
+        x_init, u_init = sol.x, sol.u
+    if not sol.success:
+        raise RuntimeError(f"the {model.name} gait optimization did not converge ({sol.status}); "
+                           "try another period or apex height")
+    gait = Gait(options.dt, sol.x, sol.u, task.vx * task.period)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, dt=gait.dt, x=gait.x, u=gait.u, shift_x=gait.shift_x, cpu_s=total_cpu)
+    return gait

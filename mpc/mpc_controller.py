@@ -1,0 +1,212 @@
+"""The contact-implicit MPC controller (acados SQP-RTI), behind the controller interface.
+
+    ctrl = ContactMpc(model, MpcOptions(vx=0.3, apex_height=0.45))
+    command, phases = ctrl.compute(t, q, v, contact)   # feedback phase at the measured state
+    phases2 = ctrl.prepare()                            # after the command is sent: shift + linearize
+    info = ctrl.tick_info()                             # iterations, status, deadline, planned touchdown
+
+Per tick: the measured state and the gait clock tau = t + offset go into stage 0, the QP is
+solved (feedback), the first stage's torques are sent as feed-forward with the predicted next
+joint positions/velocities as impedance set-points. If the solver fails or overruns the
+deadline, the previous plan's next stage is sent instead (the best command available) and
+the tick is flagged as missed; the controller never blocks.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from robots.model import RobotModel
+from sim.protocol import JointCommand, actuated_joints
+
+from .acados_mpc import CostWeights, RtiOptions, RtiSolver
+from .contact_ocp import ContactOcp, OcpOptions
+from .gaits import periodic_gait
+from .reference import FourierReference
+from .tasks import Task
+
+TOUCHDOWN_GAP = 2e-3  # m: a planned stage with a gap below this and load above TOUCHDOWN_LOAD is a contact
+TOUCHDOWN_LOAD = 0.2  # weights
+
+
+@dataclass(frozen=True)
+class MpcOptions:
+    """Everything the MPC controller is configured by (scenario `controller_options`).
+
+    Task: vx (m/s), apex_height (m, hopper only), period (s, reference gait).
+    OCP: dt (s per stage; equal to the control period so that the warm start shifts by one
+    stage), n_stages, sigma, sigma_friction (relaxations, see mpc.contact_ocp).
+    Solver: qp_iter_max, qp_tol, cond_n (partial condensing horizon), hpipm_mode.
+    Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the predicted next state.
+    deadline_s: per-tick compute budget (s); a feedback that exceeds it counts as a miss.
+    inject_delay_s: test hook, sleep this long inside the feedback (simulates a solver timeout).
+    """
+
+    vx: float = 0.3
+    apex_height: float | None = None
+    period: float = 0.4
+    dt: float = 0.01
+    n_stages: int = 30
+    sigma: float = 1e-4
+    sigma_friction: float = 1e-3
+    qp_iter_max: int = 50
+    qp_tol: float = 1e-3
+    cond_n: int | None = 5
+    hpipm_mode: str = "BALANCE"
+    kp: float = 5.0
+    kd: float = 0.5
+    deadline_s: float = 0.009
+    inject_delay_s: float = 0.0
+
+    def validate(self) -> "MpcOptions":
+        """Raise ValueError naming the bad field; return self."""
+        if not (self.kp >= 0 and self.kd >= 0):
+            raise ValueError(f"mpc kp and kd must be >= 0, got kp={self.kp}, kd={self.kd}")
+        if not self.deadline_s > 0:
+            raise ValueError(f"mpc deadline_s must be > 0 s, got {self.deadline_s}")
+        if not (isinstance(self.qp_iter_max, int) and self.qp_iter_max >= 1):
+            raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
+        if self.n_stages * self.dt < 0.1:
+            raise ValueError(f"mpc horizon n_stages * dt = {self.n_stages * self.dt:.3f} s is too short; use >= 0.1 s")
+        return self
+
+    @property
+    def task(self) -> Task:
+        """The locomotion task part."""
+        return Task(vx=self.vx, apex_height=self.apex_height, period=self.period)
+
+    @property
+    def ocp(self) -> OcpOptions:
+        """The OCP discretization part."""
+        return OcpOptions(dt=self.dt, n_stages=self.n_stages, sigma=self.sigma, sigma_friction=self.sigma_friction)
+
+
+def default_weights(problem: ContactOcp) -> CostWeights:
+    """Tracking weights: base height/pitch and joints tight, forward position loose (speed
+    matters, not where the robot is), velocities moderate, torques and contact variables
+    lightly regularised towards the gait."""
+    m = problem.model
+    nq = m.nq
+    w_x = np.zeros(problem.nx)
+    for i, name in enumerate(m.q_names):
+        w_x[i] = {"x": 1.0, "z": 100.0, "pitch": 100.0}.get(name, 10.0)
+        w_x[nq + i] = {"x": 10.0, "z": 1.0, "pitch": 1.0}.get(name, 0.1)
+    w_u = np.full(problem.nu, 1e-3)
+    return CostWeights(w_x=w_x, w_u=w_u)
+
+
+class ContactMpc:
+    """Contact-implicit MPC over the robot's periodic reference gait (see module docstring)."""
+
+    name = "mpc"
+
+    def __init__(self, model: RobotModel, options: MpcOptions = MpcOptions(), *, verbose: bool = True):
+        options.validate()
+        task = options.task.validate(model)
+        self.model, self.options = model, options
+        self.gait = periodic_gait(model, task, options.ocp, verbose=verbose)
+        self.reference = FourierReference.fit(self.gait)
+        self.problem = ContactOcp(model, options.ocp)
+        self.rti = RtiSolver(self.problem, self.reference, default_weights(self.problem),
+                             RtiOptions(qp_iter_max=options.qp_iter_max, qp_tol=options.qp_tol,
+                                        cond_n=options.cond_n, hpipm_mode=options.hpipm_mode),
+                             joint_limits=task.joint_limits(model), verbose=verbose)
+        self.joints = actuated_joints(model)
+        self.offset: float | None = None
+        self._plan_x = self._plan_u = None
+        self._fallback_k = 0
+        self._info: dict = {}
+        self._executed = None
+
+    # -- phase ------------------------------------------------------------------------------
+    def _sync_phase(self, t: float, x: np.ndarray) -> float:
+        """Gait-clock offset whose reference state is closest to x (height, vertical speed, joints)."""
+        taus = np.linspace(0.0, self.gait.period, 200, endpoint=False)
+        ref = self.reference.x_at(taus)
+        nq = self.model.nq
+        w = np.zeros(self.problem.nx)
+        w[1], w[nq + 1] = 100.0, 1.0
+        w[2:nq] = 1.0
+        cost = ((ref - x) ** 2 * w)[:, 1:].sum(axis=1)
+        return float(taus[np.argmin(cost)] - t)
+
+    # -- controller interface ---------------------------------------------------------------
+    def compute(self, t: float, q: np.ndarray, v: np.ndarray, contact: np.ndarray) -> tuple[JointCommand, dict]:
+        """Feedback phase at (t, q, v); returns the command and its phases (s)."""
+        t0 = time.perf_counter()
+        x = np.concatenate([q, v])
+        if self.offset is None:
+            self.offset = self._sync_phase(t, x)
+            self.rti.initialize(x, t + self.offset)
+            self.rti.prepare()
+            self.rti.take_stats()
+        tau = t + self.offset
+        status = self.rti.feedback(np.append(x, tau))
+        if self.options.inject_delay_s:
+            time.sleep(self.options.inject_delay_s)
+        stats = self.rti.take_stats()
+        elapsed = time.perf_counter() - t0
+        missed = status not in (0, 2) or elapsed > self.options.deadline_s
+        if status in (0, 2):
+            xs, us = self.rti.trajectory()
+            u0, x1 = us[0], xs[1]
+            self._fallback_k = 0
+        elif self._plan_u is not None and self._fallback_k + 1 < len(self._plan_u):
+            self._fallback_k += 1  # the previous plan's next stage: the best command we have
+            u0, x1 = self._plan_u[self._fallback_k], self._plan_x[self._fallback_k + 1]
+        else:
+            u0 = np.clip(self.reference.u_at(tau)[0], self.problem.u_lb, self.problem.u_ub)
+            x1 = np.append(self.reference.x_at(tau + self.options.dt)[0], tau)
+        nq = self.model.nq
+        j = self.joints
+        cmd = JointCommand(np.clip(u0[: self.problem.n_tau], -self.model.u_max, self.model.u_max),
+                           x1[:nq][j], x1[nq:2 * nq][j],
+                           np.full(len(j), self.options.kp), np.full(len(j), self.options.kd))
+        self._executed = (x, u0)
+        self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
+                      "deadline_s": self.options.deadline_s,
+                      "slack_s": self.options.deadline_s - elapsed, "missed": int(missed),
+                      "gait_clock_s": tau}
+        phases = {"feedback": elapsed, **{f"fb_{k[5:]}": stats[k] for k in ("time_tot", "time_qp")}}
+        return cmd, phases
+
+    def prepare(self) -> dict:
+        """Shift the plan one stage and run the preparation phase; returns its phases (s)."""
+        t0 = time.perf_counter()
+        xs, us = self.rti.trajectory()
+        self._plan_x, self._plan_u = xs, us
+        self._info["touchdown_plan_s"] = self._planned_touchdown(xs, us)
+        a, b = (np.asarray(z).ravel() for z in self.problem.pairs(*self._executed))
+        self._info["complementarity"] = float(np.max(np.abs(a * b)))  # of the stage just sent
+        self.rti.shift(xs, us)
+        self.rti.prepare()
+        stats = self.rti.take_stats()
+        return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],
+                "prep_time_lin": stats["time_lin"]}
+
+    def _planned_touchdown(self, xs: np.ndarray, us: np.ndarray) -> float:
+        """Gait-clock-free planned time (s, plant time) of the next flight -> contact transition, or nan."""
+        if self.offset is None:
+            return float("nan")
+        fn_idx = [self.problem.contact_index(i, "fn") for i in range(self.model.nc)]
+        loaded = (us[:, fn_idx] > TOUCHDOWN_LOAD).any(axis=1)
+        k = np.flatnonzero(loaded[1:] & ~loaded[:-1])
+        if not k.size:
+            return float("nan")
+        return float(xs[0, -1] - self.offset + (k[0] + 2) * self.options.dt)
+
+    def tick_info(self) -> dict:
+        """Non-time per-tick record: solver status, iterations, deadline, slack, missed, planned touchdown."""
+        return dict(self._info)
+
+
+def make_mpc(model: RobotModel, **options) -> ContactMpc:
+    """ContactMpc from scenario options (unknown keys raise ValueError listing the valid ones)."""
+    valid = {f.name for f in fields(MpcOptions)}
+    bad = set(options) - valid
+    if bad:
+        raise ValueError(f"unknown mpc options {sorted(bad)}; valid: {sorted(valid)}")
+    defaults = {"hopper": {"apex_height": 0.45}}.get(model.name, {})
+    return ContactMpc(model, replace(MpcOptions(), **{**defaults, **options}))

@@ -1,0 +1,78 @@
+"""A periodic gait turned into a smooth symbolic reference r(tau) of the gait clock tau (s).
+
+The MPC carries tau as an extra state (tau+ = tau + dt), so its cost y = (x - xref(tau),
+u - uref(tau)) is a closed-form CasADi expression: nothing but the initial state has to be
+sent to the solver each tick. The periodic part is a truncated Fourier series fitted by least
+squares to the gait's stage values; the forward coordinate x also advances by vx per second.
+
+    ref = FourierReference.fit(gait, harmonics=12)
+    ref.x(tau_sx), ref.u(tau_sx)      # SX expressions
+    ref.x_at(t_array)                 # numbers (same formula), (len(t), nx)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from .gaits import Gait
+
+
+@dataclass(frozen=True)
+class FourierReference:
+    """x_ref(tau) = drift * tau + a0 + sum_k (a_k cos(k w tau) + b_k sin(k w tau)), w = 2 pi / T.
+
+    coef_x: (2K+1, nx), coef_u: (2K+1, nu) rows [a0, a1, b1, ..., aK, bK]; drift_x (nx,).
+    """
+
+    period: float
+    coef_x: np.ndarray
+    coef_u: np.ndarray
+    drift_x: np.ndarray
+
+    @staticmethod
+    def _basis(tau, period: float, harmonics: int, lib=np):
+        w = 2 * np.pi / period
+        cols = [lib.cos(0 * tau) if lib is np else 1 + 0 * tau]
+        for k in range(1, harmonics + 1):
+            cols += [lib.cos(k * w * tau), lib.sin(k * w * tau)]
+        return cols
+
+    @classmethod
+    def fit(cls, gait: Gait, harmonics: int = 12) -> "FourierReference":
+        """Least-squares fit to the gait's N stage values (harmonics capped at N/2 - 1)."""
+        n = gait.u.shape[0]
+        harmonics = max(1, min(harmonics, n // 2 - 1))
+        t = gait.dt * np.arange(n)
+        drift = np.zeros(gait.x.shape[1])
+        drift[0] = gait.shift_x / gait.period
+        A = np.column_stack(cls._basis(t, gait.period, harmonics))
+        cx = np.linalg.lstsq(A, gait.x[:n] - np.outer(t, drift), rcond=None)[0]
+        cu = np.linalg.lstsq(A, gait.u, rcond=None)[0]
+        return cls(gait.period, cx, cu, drift)
+
+    @property
+    def harmonics(self) -> int:
+        """Number of harmonics K."""
+        return (self.coef_x.shape[0] - 1) // 2
+
+    def x(self, tau: ca.SX) -> ca.SX:
+        """Reference state at gait time tau (SX scalar) -> SX (nx)."""
+        basis = ca.horzcat(*self._basis(tau, self.period, self.harmonics, ca))
+        return (basis @ ca.DM(self.coef_x)).T + ca.DM(self.drift_x) * tau
+
+    def u(self, tau: ca.SX) -> ca.SX:
+        """Reference control at gait time tau (SX scalar) -> SX (nu)."""
+        basis = ca.horzcat(*self._basis(tau, self.period, self.harmonics, ca))
+        return (basis @ ca.DM(self.coef_u)).T
+
+    def x_at(self, t) -> np.ndarray:
+        """Reference states at times t (s) -> (len(t), nx)."""
+        t = np.atleast_1d(np.asarray(t, float))
+        return np.column_stack(self._basis(t, self.period, self.harmonics)) @ self.coef_x + np.outer(t, self.drift_x)
+
+    def u_at(self, t) -> np.ndarray:
+        """Reference controls at times t (s) -> (len(t), nu)."""
+        t = np.atleast_1d(np.asarray(t, float))
+        return np.column_stack(self._basis(t, self.period, self.harmonics)) @ self.coef_u
