@@ -71,7 +71,8 @@ def gait_cost(ocp: ContactOcp, task: Task, n: int) -> TrackingCost:
 
 
 def _key(model: RobotModel, task: Task, options: OcpOptions, n: int) -> str:
-    ocp = ContactOcp(model, replace(options, n_stages=n))
+    options = replace(options, n_stages=n)  # the MPC horizon does not change the gait
+    ocp = ContactOcp(model, options)
     formulation = str(ocp.x_next) + str(ocp.comp)  # any change of dynamics or contact model re-solves
     blob = json.dumps({"robot": model.name, "params": {k: str(v) for k, v in model.params.items()},
                        "task": asdict(task), "options": asdict(options), "n": n, "formulation": formulation,

@@ -25,10 +25,12 @@ from .contact_ocp import ContactOcp
 class TrackingCost:
     """Least-squares tracking cost over the horizon, the same for both solvers.
 
-    stage k:  0.5 (y_k - yref_k)^T diag(w) (y_k - yref_k),   y_k = (x_k, u_k)
+    stage k:  stage_scale [0.5 (y_k - yref_k)^T diag(w) (y_k - yref_k) + slack penalty],
+              y_k = (x_k, u_k); slack penalty per softened complementarity residual r:
+              z_l1 |r| + 0.5 z_l2 r^2 (as in acados: r = s_upper - s_lower, s >= 0)
     terminal: 0.5 (x_N - xref_N)^T diag(w_e) (x_N - xref_N)
-    slack penalty per softened complementarity residual r: z_l1 |r| + 0.5 z_l2 r^2
-    (implemented as in acados: r = s_upper - s_lower, s >= 0).
+    stage_scale: acados (0.2) multiplies every stage cost, slacks included, by the stage length
+    dt; pass dt here to solve exactly acados's problem.
     yref: (N, nx + nu); xref_e: (nx,).
     """
 
@@ -38,6 +40,7 @@ class TrackingCost:
     xref_e: np.ndarray
     z_l1: float = 100.0
     z_l2: float = 1e4
+    stage_scale: float = 1.0
 
     def check(self, ocp: ContactOcp) -> "TrackingCost":
         """Raise ValueError if a size does not match `ocp`; return self."""
@@ -93,8 +96,8 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
     g, lbg, ubg = [], [], []
     for k in range(n):
         y = ca.vertcat(X[k], U[k])
-        J += _ls(y - cost.yref[k], cost.w)
-        J += cost.z_l1 * ca.sum1(SL[k] + SU[k]) + 0.5 * cost.z_l2 * ca.sum1(SL[k] ** 2 + SU[k] ** 2)
+        J += cost.stage_scale * (_ls(y - cost.yref[k], cost.w) + cost.z_l1 * ca.sum1(SL[k] + SU[k])
+                                 + 0.5 * cost.z_l2 * ca.sum1(SL[k] ** 2 + SU[k] ** 2))
         g += [ocp.step(X[k], U[k]) - X[k + 1]]
         lbg += [np.zeros(nx)]
         ubg += [np.zeros(nx)]
@@ -124,7 +127,8 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
     w0 = np.concatenate([np.ravel(x_init), np.ravel(u_init), np.zeros(2 * n * nco)])
     nlp = {"x": w, "f": J, "g": ca.vertcat(*g)}
     opts = {"ipopt.tol": tol, "ipopt.max_iter": max_iter, "ipopt.print_level": 5 if verbose else 0,
-            "print_time": False, "ipopt.sb": "yes", "ipopt.mu_strategy": "adaptive"}
+            "print_time": False, "ipopt.sb": "yes", "ipopt.mu_strategy": "adaptive",
+            "ipopt.bound_relax_factor": 0.0}  # bounds held exactly (IPOPT relaxes them by 1e-8 by default)
     solver = ca.nlpsol("contact_ocp", "ipopt", nlp, opts)
     t0 = time.process_time()
     res = solver(x0=w0, lbx=lbx, ubx=ubx, lbg=np.concatenate(lbg), ubg=np.concatenate(ubg))

@@ -1,0 +1,152 @@
+"""The contact-implicit MPC: acados against the IPOPT oracle, warm start, deadline, closed loop."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpc.acados_mpc import RtiOptions, RtiSolver
+from mpc.contact_ocp import ContactOcp, OcpOptions
+from mpc.gaits import periodic_gait
+from mpc.ipopt_ocp import TrackingCost, solve_ipopt
+from mpc.mpc_controller import ContactMpc, MpcOptions, default_weights, make_mpc
+from mpc.reference import FourierReference
+from mpc.tasks import Task
+from robots import get_robot
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    return get_robot("hopper")
+
+
+@pytest.fixture(scope="module")
+def hopper_gait(hopper):
+    opts = MpcOptions(apex_height=0.45)
+    return periodic_gait(hopper, opts.task, opts.ocp, verbose=False)
+
+
+def test_gait_is_periodic_hops_and_respects_task(hopper, hopper_gait):
+    g = hopper_gait
+    task = MpcOptions(apex_height=0.45).task
+    assert g.x[0, 1] == pytest.approx(task.apex_height, abs=1e-6)  # starts at the apex
+    np.testing.assert_allclose(g.x[-1, 1:], g.x[0, 1:], atol=1e-6)  # periodic
+    assert g.x[-1, 0] - g.x[0, 0] == pytest.approx(task.vx * task.period, abs=1e-6)
+    ocp = ContactOcp(hopper, OcpOptions(n_stages=g.u.shape[0]))
+    fn = ocp.normal_forces(g.u)[:, 0]
+    loaded = fn > 0.2 * ocp.weight
+    assert 0.1 < loaded.mean() < 0.9, "the gait has both flight and stance (found by the optimizer)"
+    assert np.sum(loaded[1:] & ~loaded[:-1]) == 1, "exactly one touchdown per period"
+    # the smoothed complementarity holds: a * b == sigma for the gap pair at every stage
+    a, b = (np.asarray(z).ravel()[0] for z in ocp.pairs(g.x[5], g.u[5]))
+    assert a * b == pytest.approx(ocp.options.sigma, rel=1e-3)
+
+
+def test_fourier_reference_reproduces_positions(hopper_gait):
+    ref = FourierReference.fit(hopper_gait)
+    n = hopper_gait.u.shape[0]
+    t = hopper_gait.dt * np.arange(n)
+    err = np.abs(ref.x_at(t) - hopper_gait.x[:n])
+    assert err[:, :4].max() < 0.05  # positions (m, rad); velocities jump at impacts
+    xs, _ = hopper_gait.sample(t + hopper_gait.period)
+    np.testing.assert_allclose(xs[:, 0] - hopper_gait.x[:n, 0], hopper_gait.shift_x)  # repeats, advancing
+
+
+def test_acados_converged_matches_ipopt(hopper, hopper_gait, tmp_path):
+    """Iterating acados (full SQP) on one fixed problem reaches IPOPT's solution of the same OCP."""
+    opts = OcpOptions(n_stages=10)
+    problem = ContactOcp(hopper, opts)
+    ref = FourierReference.fit(hopper_gait)
+    weights = default_weights(problem)
+    rti = RtiSolver(problem, ref, weights, RtiOptions(nlp_solver="SQP", sqp_iter_max=300, qp_tol=1e-10, tol=1e-10,
+                                                      hpipm_mode="ROBUST", cond_n=None),
+                    cache_dir=tmp_path, verbose=False)
+    tau0 = 0.05  # descending, touchdown inside the horizon
+    taus = tau0 + opts.dt * np.arange(opts.n_stages + 1)
+    x0 = ref.x_at(tau0)[0] + np.array([0, 0.01, 0.05, -0.05, 0.1, -0.1, 0, 0])
+    rti.initialize(x0, tau0)
+    status = rti.solve_to_convergence(np.append(x0, tau0))
+    assert status == 0, f"acados SQP status {status}"
+    xs, us = rti.trajectory()
+    cost = TrackingCost(w=np.concatenate([weights.w_x, weights.w_u]), w_e=weights.terminal_factor * weights.w_x,
+                        yref=np.column_stack([ref.x_at(taus[:-1]), ref.u_at(taus[:-1])]), xref_e=ref.x_at(taus[-1])[0],
+                        z_l1=weights.z_l1, z_l2=weights.z_l2, stage_scale=opts.dt)
+    x_init = ref.x_at(taus)
+    x_init[0] = x0
+    sol = solve_ipopt(problem, cost, x0=x0, x_init=x_init, u_init=np.clip(ref.u_at(taus[:-1]), problem.u_lb, problem.u_ub))
+    assert sol.success, sol.status
+    assert np.max(np.abs(xs[:, :-1] - sol.x)) < 1e-4
+    assert rti.solver.get_cost() == pytest.approx(sol.cost, rel=1e-6)
+    assert np.sum(problem.normal_forces(sol.u) > 0.2 * problem.weight) >= 1, "the instance includes a touchdown"
+
+
+def test_warm_start_shift_moves_every_stage(hopper, tmp_path):
+    ctrl = ContactMpc(hopper, MpcOptions(apex_height=0.45), verbose=False)
+    x = np.concatenate([hopper.q0 + np.array([0, 0.03, 0.2, -0.4]), np.zeros(4)])
+    ctrl.compute(0.0, x[:4], x[4:], np.zeros(1, bool))
+    xs, us = ctrl.rti.trajectory()
+    ctrl.rti.shift(xs, us)
+    xs2, us2 = ctrl.rti.trajectory()
+    np.testing.assert_array_equal(xs2[:-1], xs[1:])
+    np.testing.assert_array_equal(us2[:-1], us[1:])
+    np.testing.assert_array_equal(us2[-1], us[-1])
+    assert xs2[-1, -1] == pytest.approx(xs[-1, -1] + ctrl.options.dt)  # the clock advances
+
+
+def test_solver_failure_or_overrun_sends_previous_plan_and_flags_miss(hopper, monkeypatch):
+    ctrl = ContactMpc(hopper, MpcOptions(apex_height=0.45), verbose=False)
+    q, v = hopper.q0 + np.array([0, 0.03, 0.2, -0.4]), np.zeros(4)
+    ctrl.compute(0.0, q, v, np.zeros(1, bool))
+    ctrl.prepare()
+    plan_x, plan_u = ctrl._plan_x.copy(), ctrl._plan_u.copy()
+    monkeypatch.setattr(ctrl.rti, "feedback", lambda x0: 4)  # QP failure (acados status 4)
+    cmd, _ = ctrl.compute(0.01, q, v, np.zeros(1, bool))
+    info = ctrl.tick_info()
+    assert info["missed"] == 1 and info["status"] == 4
+    np.testing.assert_allclose(cmd.tau_ff, plan_u[1, :2])  # the previous plan's next stage
+    np.testing.assert_allclose(cmd.q_des, plan_x[2, 2:4])
+    monkeypatch.undo()
+    slow = ContactMpc(hopper, MpcOptions(apex_height=0.45, inject_delay_s=0.02, deadline_s=0.009), verbose=False)
+    cmd, phases = slow.compute(0.0, q, v, np.zeros(1, bool))
+    assert slow.tick_info()["missed"] == 1 and phases["feedback"] > 0.009
+    assert np.all(np.isfinite(cmd.tau_ff))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"vx": -5.0}, "vx"),
+    ({"n_stages": 0}, "n_stages"),
+    ({"apex_height": 2.0}, "apex_height"),
+    ({"kp": -1.0}, "kp"),
+    ({"horizon": 3}, "unknown mpc options"),
+])
+def test_bad_task_parameters_are_named(hopper, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_mpc(hopper, **kwargs)
+
+
+def test_unknown_robot_is_refused():
+    with pytest.raises(ValueError, match="point_mass"):
+        Task(vx=0.1).validate(get_robot("point_mass"))
+    with pytest.raises(ValueError, match="unknown robot"):
+        get_robot("no_such_robot")
+
+
+def test_closed_loop_hopper_hops_on_the_ess_plant(hopper):
+    from mpc.closed_loop import run_in_process
+    from sim.registry import make_plant
+
+    ctrl = make_mpc(hopper, vx=0.3, apex_height=0.45)
+    plant = make_plant("ess", hopper, plant_rate_hz=1000.0)
+    q0 = hopper.q0.copy()
+    q0[1] += 0.03
+    log = run_in_process(plant, ctrl, duration_s=3.0, q0=q0)
+    z, x, contact = log["q"][:, 1], log["q"][:, 0], log["contact"][:, 0]
+    assert z.min() > 0.25, "no fall"
+    touchdowns = int(np.sum(contact[1:] & ~contact[:-1]))
+    assert touchdowns >= 5, f"hopping: {touchdowns} touchdowns in 3 s"
+    airborne = ~contact
+    late = log["t"] > 1.0
+    apex = [z[i] for i in range(1, len(z) - 1) if late[i] and airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
+    assert np.mean(apex) == pytest.approx(0.45, rel=0.1)
+    vx = (x[-1] - x[len(x) // 3]) / (log["t"][-1] - log["t"][len(x) // 3])
+    assert vx == pytest.approx(0.3, rel=0.15)
+    assert all(r["status"] in (0, 2) for r in log["rows"])
