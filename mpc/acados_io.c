@@ -25,12 +25,24 @@ void legmpc_set_x0(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_in *in, double *x
     ocp_nlp_constraints_model_set(c, d, in, 0, "ubx", x0);
 }
 
-/* out: time_tot, time_lin, time_qp, time_sim, time_reg (s), then sqp_iter */
-void legmpc_stats(ocp_nlp_config *c, ocp_nlp_solver *s, double *out)
+/* out: time_tot, time_lin, time_qp, time_sim, time_reg (s), sqp_iter, then the QP iterations
+ * summed over the SQP iterations (row `qp_row` of acados's statistics table: 2 for SQP_RTI,
+ * 6 for SQP; the table is (stat_n + 1) x min(stat_m, sqp_iter + 1), row-major) */
+void legmpc_stats(ocp_nlp_config *c, ocp_nlp_solver *s, int qp_row, double *out)
 {
     static const char *names[5] = {"time_tot", "time_lin", "time_qp", "time_sim", "time_reg"};
     for (int i = 0; i < 5; i++) ocp_nlp_get(c, s, names[i], out + i);
-    int it = 0;
+    int it = 0, stat_m = 0, stat_n = 0;
     ocp_nlp_get(c, s, "sqp_iter", &it);
+    ocp_nlp_get(c, s, "stat_m", &stat_m);
+    ocp_nlp_get(c, s, "stat_n", &stat_n);
     out[5] = (double)it;
+    int cols = stat_m < it + 1 ? stat_m : it + 1;
+    double qp = 0.0;
+    if (cols > 0 && stat_n >= qp_row) {
+        double table[(stat_n + 1) * cols];
+        ocp_nlp_get(c, s, "statistics", table);
+        for (int j = 0; j < cols; j++) qp += table[qp_row * cols + j];
+    }
+    out[6] = qp;
 }

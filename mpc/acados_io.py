@@ -20,7 +20,7 @@ from robots.codegen import compile_shared
 
 _SOURCE = Path(__file__).with_name("acados_io.c")
 _LIB: dict[str, ctypes.CDLL] = {}
-STAT_NAMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg", "sqp_iter")
+STAT_NAMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg", "sqp_iter", "qp_iter")
 
 
 def _library() -> ctypes.CDLL:
@@ -39,7 +39,7 @@ def _library() -> ctypes.CDLL:
         vp, i = ctypes.c_void_p, ctypes.c_int
         lib.legmpc_get_xu.argtypes = lib.legmpc_set_xu.argtypes = [vp, vp, vp, i, i, i, vp, vp]
         lib.legmpc_set_x0.argtypes = [vp, vp, vp, vp]
-        lib.legmpc_stats.argtypes = [vp, vp, vp]
+        lib.legmpc_stats.argtypes = [vp, vp, i, vp]
         _LIB["lib"] = lib
     return _LIB["lib"]
 
@@ -47,7 +47,7 @@ def _library() -> ctypes.CDLL:
 class HorizonIO:
     """Bulk get/set of the iterate, the initial state and the timing statistics of one solver."""
 
-    def __init__(self, solver, n_stages: int, nx: int, nu: int):
+    def __init__(self, solver, n_stages: int, nx: int, nu: int, *, rti: bool = True):
         self.lib = _library()
         self.solver = solver  # keeps the solver (and its memory) alive
         self.n, self.nx, self.nu = n_stages, nx, nu
@@ -55,6 +55,7 @@ class HorizonIO:
         self._xs = np.zeros((n_stages + 1, nx))
         self._us = np.zeros((n_stages, nu))
         self._stats = np.zeros(len(STAT_NAMES))
+        self._qp_row = 2 if rti else 6  # where acados keeps QP iterations in its statistics
 
     def get(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the current iterate: states (N+1, nx) and controls (N, nu)."""
@@ -76,6 +77,6 @@ class HorizonIO:
         self.lib.legmpc_set_x0(self.solver.nlp_config, self.solver.nlp_dims, self.solver.nlp_in, x0.ctypes.data)
 
     def stats(self) -> dict:
-        """Times (s) and SQP iterations of the last solver call."""
-        self.lib.legmpc_stats(self.solver.nlp_config, self.solver.nlp_solver, self._stats.ctypes.data)
+        """Times (s), SQP iterations and total QP iterations of the last solver call."""
+        self.lib.legmpc_stats(self.solver.nlp_config, self.solver.nlp_solver, self._qp_row, self._stats.ctypes.data)
         return dict(zip(STAT_NAMES, self._stats.tolist()))

@@ -136,7 +136,7 @@ class RtiSolver:
                                                          joint_limits=joint_limits),
                                         cache_dir=cache_dir, verbose=verbose)
         self.built_now = self.solver.legmpc_built_now
-        self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu)
+        self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu, rti=options.nlp_solver == "SQP_RTI")
         self._acc = dict.fromkeys(self.TIMES, 0.0)
         self._iters = {"sqp_iter": 0, "qp_iter": 0}
 
@@ -172,8 +172,7 @@ class RtiSolver:
         for key in self.TIMES:
             self._acc[key] += st[key]
         self._iters["sqp_iter"] += int(st["sqp_iter"])
-        if phase != 1:
-            self._iters["qp_iter"] += int(np.sum(s.get_stats("qp_iter")))
+        self._iters["qp_iter"] += int(st["qp_iter"])
         return status
 
     def feedback(self, x0: np.ndarray) -> int:

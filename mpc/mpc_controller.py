@@ -53,7 +53,7 @@ class MpcOptions:
     sigma_friction: float = 1e-3
     qp_iter_max: int = 50
     qp_tol: float = 1e-3
-    cond_n: int | None = 5
+    cond_n: int | None = 10
     hpipm_mode: str = "BALANCE"
     kp: float = 5.0
     kd: float = 0.5
@@ -119,6 +119,12 @@ class ContactMpc:
         self._fallback_k = 0
         self._info: dict = {}
         self._executed = None
+        # warm up (first-call allocations) so that the first real tick costs what every tick costs
+        x_ref = self.reference.x_at(0.0)[0]
+        self.rti.initialize(x_ref, 0.0)
+        self.rti.prepare()
+        self.rti.feedback(np.append(x_ref, 0.0))
+        self.rti.take_stats()
 
     # -- phase ------------------------------------------------------------------------------
     def _sync_phase(self, t: float, x: np.ndarray) -> float:

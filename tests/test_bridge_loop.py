@@ -188,7 +188,7 @@ def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path)
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, "-c",
                              "import sys; from launch.run import run; from launch.scenario import load_scenario; "
-                             f"run(load_scenario('hopper-realtime').with_overrides(duration_s=60.0), "
+                             f"run(load_scenario('hopper-pd').with_overrides(mode='realtime', duration_s=60.0), "
                              f"runs_dir={str(tmp_path)!r}, progress=False)"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for(lambda: any(json.loads(p.read_text() or "{}").get("tick", 0) >= 50
