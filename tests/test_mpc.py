@@ -150,3 +150,31 @@ def test_closed_loop_hopper_hops_on_the_ess_plant(hopper):
     vx = (x[-1] - x[len(x) // 3]) / (log["t"][-1] - log["t"][len(x) // 3])
     assert vx == pytest.approx(0.3, rel=0.15)
     assert all(r["status"] in (0, 2) for r in log["rows"])
+
+
+def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
+    """`python -m launch run hopper --json` path: MPC and plant as two processes."""
+    from launch.run import run
+    from launch.scenario import load_scenario
+
+    summary = run(load_scenario("hopper").with_overrides(duration_s=1.0, push_ns=1.0), runs_dir=tmp_path, progress=False)
+    for key in ("ticks", "rate_hz", "deadline_ms", "solve_ms", "misses", "fell", "apex_height_m", "vx_mps",
+                "complementarity_max", "plant"):
+        assert key in summary, key
+    assert summary["ticks"] == 100 and summary["plant"] == "ess" and summary["exit_codes"] == [0, 0]
+    assert set(summary["solve_ms"]) == {"p50", "p90", "p99", "max"}
+    assert summary["apex_height_m"]["target"] == 0.45 and summary["vx_mps"]["target"] == 0.3
+    assert 0 < summary["complementarity_max"] < 1.0
+    assert not summary["fell"]
+    assert "after_push" in summary["touchdown_replanned_s"]
+
+
+def test_touchdown_planning_spread():
+    from launch.runfolder import _planning_spread
+
+    t = np.arange(0, 1, 0.01)
+    td = np.where(t < 0.5, 0.52, np.nan)
+    td[(t > 0.3) & (t < 0.5)] = 0.55  # re-planned later while approaching it
+    out = _planning_spread(t, td, 0.2)
+    assert out["spread_s"] == pytest.approx(0.03) and out["first_plan_s"] == pytest.approx(0.52)
+    assert _planning_spread(t, np.full_like(t, np.nan), 0.0) is None
