@@ -2,7 +2,9 @@
 
 The benchmark process plays the plant (encode STATE, wait for COMMAND, validate it); a second
 process plays the controller (validate STATE, answer with a COMMAND). Both sides run the
-project's full encode/decode, so the figure includes validation, not only ZeroMQ.
+project's full encode/decode, so the figure includes validation, not only ZeroMQ. The same
+frames are then echoed through bare pyzmq by the same two processes: `bare_zmq_rtt_us` is the
+machine's floor, and the ratio is the protocol's own cost.
 """
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import zmq
 
 from bridge import protocol as P
 from robots import get_robot
+
+
+ECHO = b"E"
 
 
 def _dims() -> P.Dims:
@@ -31,7 +36,11 @@ def peer(endpoint: str) -> None:
     sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "name": "bench-peer"}))
     cmd = [np.zeros(d.nu), np.zeros(d.nu), np.zeros(d.nu), np.full(d.nu, 40.0), np.ones(d.nu), np.zeros(1, np.int64)]
     while True:
-        msg = P.decode(sock.recv_multipart(), d)
+        frames = sock.recv_multipart()
+        if frames[0] == ECHO:  # the bare-ZeroMQ reference: echo the frames, no protocol work
+            sock.send_multipart(frames)
+            continue
+        msg = P.decode(frames, d)
         if msg.type == P.BYE:
             return
         sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd))
@@ -66,13 +75,23 @@ def bench_bridge(args) -> dict:
             sock.send_multipart([ident, *P.encode(P.STATE, k, 0.0, state)])
             P.decode(sock.recv_multipart()[1:], d, expect=(P.COMMAND,))
         rate = n / (time.perf_counter() - t0)
+        bare = np.empty(n)  # the same frames through bare pyzmq, echoed: the machine's floor
+        raw = [ECHO, *[bytes(memoryview(f)) for f in frames]]
+        for k in range(-200, n):
+            t0 = time.perf_counter()
+            sock.send_multipart([ident, *raw])
+            sock.recv_multipart()
+            if k >= 0:
+                bare[k] = time.perf_counter() - t0
         sock.send_multipart([ident, *P.encode_json(P.BYE, 0, 0.0, {"reason": "bench done"})])
     finally:
         proc.wait(timeout=10)
         sock.close()
-    us = rtt * 1e6
+    us, bare_us = rtt * 1e6, bare * 1e6
     return {"rtt_us": {"p50": float(np.percentile(us, 50)), "p99": float(np.percentile(us, 99)),
                        "max": float(us.max())},
+            "bare_zmq_rtt_us": {"p50": float(np.percentile(bare_us, 50)), "p99": float(np.percentile(bare_us, 99))},
+            "ratio_p50_vs_bare_zmq": float(np.percentile(us, 50) / np.percentile(bare_us, 50)),
             "exchanges_per_s": rate, "msgs_per_s": 2 * rate, "payload_bytes": payload + cmd_bytes,
             "state_bytes": payload, "command_bytes": cmd_bytes, "exchanges": n, "transport": "tcp loopback"}
 
