@@ -112,7 +112,9 @@ def _err_norm(x, xn, err, rtol, atol):
     return np.sqrt(s / n)
 
 
-@njit(cache=True)
+@njit  # not cached: it takes the vector field as a dispatcher argument, and numba's cache index
+# then pickles every caller's dispatcher type; an index written by another process (e.g. the tests'
+# vector fields) made the next compile fail with "underlying object has vanished"
 def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, paper_rule,
                   rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps,
                   t_eval, x_eval, eval_pos, stats):
