@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
+from .runfolder import holes_metrics, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
 from .scenario import Scenario
 
 
@@ -107,7 +107,9 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     metrics = task_metrics(folder, q0_z)
     ctrl = read_csv(folder / "controller_ticks.csv")
     targets = scenario.controller_options if scenario.controller == "mpc" else {}
-    if scenario.controller == "mpc" and scenario.robot == "hopper":
+    if scenario.controller_options.get("plan"):
+        targets = {}  # a plan has no apex or speed target
+    elif scenario.controller == "mpc" and scenario.robot == "hopper":
         targets = {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
     elif scenario.controller == "mpc":
         targets = {"vx": 0.3, **targets}
@@ -137,6 +139,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "exit_codes": list(exit_codes),
         "run_dir": str(folder),
     }
+    if scenario.controller == "mpc" and scenario.controller_options.get("plan") and scenario.robot == "hopper":
+        summary.update(holes_metrics(folder, model))
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))
     write_plots(folder)
     return summary

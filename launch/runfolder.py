@@ -111,6 +111,33 @@ def touchdown_replanning(folder: Path, scenario) -> dict | None:
     return {"after_push": _planning_spread(t, td, t_push), "before_push": _planning_spread(t, td, t_push - 1.0)}
 
 
+def holes_metrics(folder: Path, model) -> dict:
+    """For the hopper-holes task (holes of mpc.planning.hopper_holes.HoleTerrain; the plant's
+    ground is flat): the foot falls into a hole when it is in contact with the ground with its
+    centre over the hole's opening by more than the foot radius (|x - xc| < semi_x - r_foot;
+    the ridges between holes are points, so a foot resting on one straddles the edge).
+    Returns holes passed before the first such contact, whether one happened, and the smallest
+    ellipse level of the foot point over the run (the planner's stricter keep-out, >= 1 outside)."""
+    from mpc.planning.hopper_holes import HoleTerrain
+    from robots import numeric
+
+    terrain = HoleTerrain()
+    traj = trajectory(folder)
+    fns = numeric(model, verbose=False)
+    foot = np.array([fns.contact_points(q)[0] for q in traj["q"]])
+    radius = model.contacts[0].radius
+    in_contact = traj["contact"][:, 0].astype(bool)
+    over = np.min([np.abs(foot[:, 0] - xc) - (terrain.semi_x - radius) for xc in terrain.centers], axis=0) < 0
+    inside = np.flatnonzero(in_contact & over)
+    x = traj["q"][:, model.q_names.index("x")]
+    x_ok = x[: inside[0] + 1].max() if inside.size else x.max()
+    cleared = int(sum(1 for xc in terrain.centers if x_ok >= xc + terrain.semi_x))
+    levels = np.array(terrain.levels(foot[:, 0], foot[:, 1])).min(axis=0)
+    return {"holes_cleared": cleared, "foot_in_hole": bool(inside.size),
+            "t_first_in_hole": float(traj["t"][inside[0]]) if inside.size else None,
+            "hole_level_min": float(levels.min()), "final_x": float(x[-1])}
+
+
 def write_plots(folder: Path) -> list[Path]:
     """trajectory.png, latency.png (histogram + CDF with the deadline) and phases.png."""
     import matplotlib

@@ -24,7 +24,7 @@ from sim.protocol import JointCommand, actuated_joints
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
 from .contact_ocp import ContactOcp, OcpOptions
 from .gaits import periodic_gait
-from .reference import FourierReference
+from .reference import FourierReference, TrajectoryReference
 from .tasks import Task
 
 TOUCHDOWN_GAP = 2e-3  # m: a planned stage with a gap below this and load above TOUCHDOWN_LOAD is a contact
@@ -42,6 +42,8 @@ class MpcOptions:
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the predicted next state.
     deadline_s: per-tick compute budget (s); a feedback that exceeds it counts as a miss.
     inject_delay_s: test hook, sleep this long inside the feedback (simulates a solver timeout).
+    plan: path of an offline plan (plan.npz of `python -m launch plan`) to track instead of a
+    periodic gait; its time axis is the plant's time (the plan starts at t = 0).
     """
 
     vx: float = 0.3
@@ -59,6 +61,7 @@ class MpcOptions:
     kd: float = 0.5
     deadline_s: float = 0.009
     inject_delay_s: float = 0.0
+    plan: str | None = None
 
     def validate(self) -> "MpcOptions":
         """Raise ValueError naming the bad field; return self."""
@@ -106,13 +109,21 @@ class ContactMpc:
         options.validate()
         task = options.task.validate(model)
         self.model, self.options = model, options
-        self.gait = periodic_gait(model, task, options.ocp, verbose=verbose)
-        self.reference = FourierReference.fit(self.gait)
         self.problem = ContactOcp(model, options.ocp)
-        self.rti = RtiSolver(self.problem, self.reference, default_weights(self.problem),
+        weights = default_weights(self.problem)
+        if options.plan is None:
+            self.gait = periodic_gait(model, task, options.ocp, verbose=verbose)
+            self.reference = FourierReference.fit(self.gait)
+        else:
+            self.gait = None
+            self.reference = plan_reference(self.problem, options.plan)
+            w_x = weights.w_x.copy()
+            w_x[model.q_names.index("x")] = 100.0  # where the feet land matters when tracking a plan
+            weights = replace(weights, w_x=w_x)
+        self.rti = RtiSolver(self.problem, self.reference, weights,
                              RtiOptions(qp_iter_max=options.qp_iter_max, qp_tol=options.qp_tol,
                                         cond_n=options.cond_n, hpipm_mode=options.hpipm_mode),
-                             joint_limits=task.joint_limits(model), verbose=verbose)
+                             joint_limits=task.joint_limits(model) if options.plan is None else None, verbose=verbose)
         self.joints = actuated_joints(model)
         self.offset: float | None = None
         self._plan_x = self._plan_u = None
@@ -133,7 +144,10 @@ class ContactMpc:
 
     # -- phase ------------------------------------------------------------------------------
     def _sync_phase(self, t: float, x: np.ndarray) -> float:
-        """Gait-clock offset whose reference state is closest to x (height, vertical speed, joints)."""
+        """Gait-clock offset whose reference state is closest to x (height, vertical speed, joints);
+        0 for a plan (its clock is the plant's)."""
+        if self.gait is None:
+            return 0.0
         taus = np.linspace(0.0, self.gait.period, 200, endpoint=False)
         ref = self.reference.x_at(taus)
         nq = self.model.nq
@@ -212,6 +226,23 @@ class ContactMpc:
     def tick_info(self) -> dict:
         """Non-time per-tick record: solver status, iterations, deadline, slack, missed, planned touchdown."""
         return dict(self._info)
+
+
+def plan_reference(problem: ContactOcp, path: str) -> TrajectoryReference:
+    """The reference of an offline plan file (plan.npz: dense t, q, v and torques u on t_grid);
+    contact variables are referenced to zero (their weights are tiny)."""
+    from pathlib import Path
+
+    if not Path(path).exists():
+        raise ValueError(f"mpc plan {path!r} does not exist; make it with `python -m launch plan hopper-holes` "
+                         "(it writes runs/plans/hopper-holes/plan.npz)")
+    with np.load(path) as d:
+        t, q, v, t_grid, u = (d[k] for k in ("t", "q", "v", "t_grid", "u"))
+    if q.shape[1] != problem.model.nq or u.shape[1] != problem.n_tau:
+        raise ValueError(f"mpc plan {path!r} is for a robot with nq={q.shape[1]}, nu={u.shape[1]}, "
+                         f"not {problem.model.name}")
+    us = np.hstack([u, np.zeros((u.shape[0], problem.nu - problem.n_tau))])
+    return TrajectoryReference.from_samples(t, np.hstack([q, v]), t_grid, us)
 
 
 # per-robot defaults: the quadruped's whole-body QP (23 states, 24 controls per stage) is solved

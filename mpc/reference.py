@@ -76,3 +76,56 @@ class FourierReference:
         """Reference controls at times t (s) -> (len(t), nu)."""
         t = np.atleast_1d(np.asarray(t, float))
         return np.column_stack(self._basis(t, self.period, self.harmonics)) @ self.coef_u
+
+
+@dataclass(frozen=True)
+class TrajectoryReference:
+    """A finite reference trajectory (e.g. an offline plan) as a function of tau = plant time.
+
+    States are linear between the samples (t, x); controls are constant on [t_u[k], t_u[k+1]);
+    before the start and after the end the first/last values are held. Same interface as
+    FourierReference. x: (n, nx) at strictly increasing t; u: (m, nu) on the grid t_u (m + 1).
+    """
+
+    t: np.ndarray
+    xs: np.ndarray
+    t_u: np.ndarray
+    us: np.ndarray
+
+    @classmethod
+    def from_samples(cls, t, xs, t_u, us) -> "TrajectoryReference":
+        """Validated reference; repeated times (e.g. frozen physical time at an impact) keep the
+        last sample, which is the post-impact state."""
+        t, xs, t_u, us = (np.asarray(a, float) for a in (t, xs, t_u, us))
+        if xs.ndim != 2 or xs.shape[0] != t.size or us.ndim != 2 or us.shape[0] + 1 != t_u.size:
+            raise ValueError(f"TrajectoryReference: need x of shape (len(t), nx) and u of shape (len(t_u) - 1, nu), "
+                             f"got t {t.shape}, x {xs.shape}, t_u {t_u.shape}, u {us.shape}")
+        keep = np.append(np.diff(t) > 1e-9, True)
+        t, xs = t[keep], xs[keep]
+        if t.size < 2 or np.any(np.diff(t_u) <= 0):
+            raise ValueError("TrajectoryReference: need at least two distinct times and an increasing control grid")
+        return cls(t, xs, t_u, us)
+
+    def _clamp(self, tau):
+        return ca.fmin(ca.fmax(tau, float(self.t[0])), float(self.t[-1]))
+
+    def x(self, tau: ca.SX) -> ca.SX:
+        """Reference state at tau (SX scalar) -> SX (nx)."""
+        tc = self._clamp(tau)
+        return ca.vertcat(*[ca.pw_lin(tc, ca.DM(self.t), ca.DM(self.xs[:, i])) for i in range(self.xs.shape[1])])
+
+    def u(self, tau: ca.SX) -> ca.SX:
+        """Reference control at tau (SX scalar) -> SX (nu)."""
+        inner = ca.DM(self.t_u[1:-1])
+        return ca.vertcat(*[ca.pw_const(tau, inner, ca.DM(self.us[:, i])) for i in range(self.us.shape[1])])
+
+    def x_at(self, t) -> np.ndarray:
+        """Reference states at times t (s) -> (len(t), nx)."""
+        t = np.clip(np.atleast_1d(np.asarray(t, float)), self.t[0], self.t[-1])
+        return np.column_stack([np.interp(t, self.t, self.xs[:, i]) for i in range(self.xs.shape[1])])
+
+    def u_at(self, t) -> np.ndarray:
+        """Reference controls at times t (s) -> (len(t), nu)."""
+        t = np.atleast_1d(np.asarray(t, float))
+        k = np.clip(np.searchsorted(self.t_u, t, side="right") - 1, 0, self.us.shape[0] - 1)
+        return self.us[k]

@@ -9,7 +9,7 @@ from mpc.contact_ocp import ContactOcp, OcpOptions
 from mpc.gaits import periodic_gait
 from mpc.ipopt_ocp import TrackingCost, solve_ipopt
 from mpc.mpc_controller import ContactMpc, MpcOptions, default_weights, make_mpc
-from mpc.reference import FourierReference
+from mpc.reference import FourierReference, TrajectoryReference
 from mpc.tasks import Task
 from robots import get_robot
 
@@ -178,3 +178,27 @@ def test_touchdown_planning_spread():
     out = _planning_spread(t, td, 0.2)
     assert out["spread_s"] == pytest.approx(0.03) and out["first_plan_s"] == pytest.approx(0.52)
     assert _planning_spread(t, np.full_like(t, np.nan), 0.0) is None
+
+
+def test_trajectory_reference_symbolic_matches_numeric_and_holds_ends():
+    import casadi as ca
+
+    t = np.array([0.0, 0.1, 0.1, 0.3])  # a repeated time (frozen clock at an impact) keeps the last sample
+    xs = np.array([[0.0, 1.0], [1.0, 1.0], [2.0, 0.0], [4.0, 0.0]])
+    ref = TrajectoryReference.from_samples(t, xs, np.array([0.0, 0.2, 0.3]), np.array([[5.0], [7.0]]))
+    tau = ca.SX.sym("tau")
+    fx = ca.Function("fx", [tau], [ref.x(tau), ref.u(tau)])
+    for tt in (-0.1, 0.05, 0.1, 0.2, 0.25, 0.5):
+        x_sym, u_sym = (np.asarray(a).ravel() for a in fx(tt))
+        np.testing.assert_allclose(x_sym, ref.x_at(tt)[0])
+        np.testing.assert_allclose(u_sym, ref.u_at(tt)[0])
+    np.testing.assert_allclose(ref.x_at(0.1)[0], [2.0, 0.0])  # post-impact sample
+    np.testing.assert_allclose(ref.x_at(1.0)[0], [4.0, 0.0])  # held after the end
+    assert ref.u_at(0.25)[0, 0] == 7.0 and ref.u_at(0.1)[0, 0] == 5.0
+    with pytest.raises(ValueError, match="shape"):
+        TrajectoryReference.from_samples(t, xs[:2], np.array([0.0, 0.3]), np.array([[1.0]]))
+
+
+def test_missing_plan_file_is_a_clear_error(hopper, tmp_path):
+    with pytest.raises(ValueError, match="launch plan hopper-holes"):
+        make_mpc(hopper, plan=str(tmp_path / "nope.npz"))
