@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import zmq
 
-from sim.protocol import JointCommand
+from sim.protocol import JointCommand, pushed_velocity
 
 from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
@@ -329,14 +329,8 @@ class PlantServer:
 
     def _push(self) -> None:
         """Apply the horizontal impulse push_ns (N s) at the base: v += M^-1 e_x push_ns."""
-        from robots import numeric
-
-        model = self.model
         s = self.state
-        impulse = np.zeros(model.nv)
-        impulse[model.q_names.index("x")] = self.options.push_ns
-        v = s.v + np.linalg.solve(numeric(model, verbose=False).mass_matrix(s.q), impulse)
-        self.state = self.plant.reset(s.q.copy(), v, s.t)
+        self.state = self.plant.reset(s.q.copy(), pushed_velocity(self.model, s.q, s.v, self.options.push_ns), s.t)
         self.pushed = True
         self.counts["pushes"] += 1
 

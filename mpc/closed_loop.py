@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from sim.protocol import pushed_velocity
+
 
 def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: np.ndarray | None = None,
                    control_rate_hz: float = 100.0, push_ns: float = 0.0, push_at_s: float | None = None) -> dict:
@@ -40,12 +42,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
         log["rows"].append(row)
         state = plant.step(cmd, period)
         if not pushed and state.t >= push_at:
-            from robots import numeric
-
-            impulse = np.zeros(model.nv)
-            impulse[model.q_names.index("x")] = push_ns
-            v = state.v + np.linalg.solve(numeric(model, verbose=False).mass_matrix(state.q), impulse)
-            state = plant.reset(state.q.copy(), v, state.t)
+            state = plant.reset(state.q.copy(), pushed_velocity(model, state.q, state.v, push_ns), state.t)
             pushed = True
         for key in ("t", "q", "v", "contact"):
             log[key].append(np.copy(getattr(state, key)))

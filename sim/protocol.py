@@ -133,3 +133,15 @@ class Plant(Protocol):
     def step(self, command: JointCommand, dt: float) -> PlantState:
         """Advance by dt seconds under `command` (held constant, impedance law at plant rate)."""
         ...
+
+
+def pushed_velocity(model: RobotModel, q: np.ndarray, v: np.ndarray, push_ns: float) -> np.ndarray:
+    """Generalized velocity right after a horizontal impulse push_ns (N s, along +x) on the base:
+    v + M(q)^-1 e_x push_ns (m/s, rad/s). Raises ValueError if the robot has no base coordinate x."""
+    from robots import numeric
+
+    if "x" not in model.q_names:
+        raise ValueError(f"a push needs a robot with a horizontal base coordinate 'x'; {model.name} has none")
+    impulse = np.zeros(model.nv)
+    impulse[model.q_names.index("x")] = push_ns
+    return v + np.linalg.solve(numeric(model, verbose=False).mass_matrix(q), impulse)
