@@ -202,3 +202,18 @@ def test_trajectory_reference_symbolic_matches_numeric_and_holds_ends():
 def test_missing_plan_file_is_a_clear_error(hopper, tmp_path):
     with pytest.raises(ValueError, match="launch plan hopper-holes"):
         make_mpc(hopper, plan=str(tmp_path / "nope.npz"))
+
+
+@pytest.mark.parametrize("name", ["hopper", "quadruped"])
+def test_block_solve_equals_dense_solve(name):
+    import casadi as ca
+
+    from mpc.contact_ocp import block_solve, mass_matrix_pattern
+
+    m = get_robot(name)
+    r = ca.SX.sym("r", m.nv)
+    f = ca.Function("f", [m.q, r], [ca.solve(m.mass_matrix, r), block_solve(m.mass_matrix, r, mass_matrix_pattern(m))])
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        dense, block = (np.asarray(a).ravel() for a in f(rng.uniform(-1, 1, m.nq), rng.normal(size=m.nv)))
+        np.testing.assert_allclose(block, dense, rtol=1e-9, atol=1e-9)
