@@ -21,7 +21,7 @@ from .timing import first_call, png_path, timed
 
 DT = 0.002  # s, MuJoCo's step in the paper's calibration; our largest step
 T_END = 2.0  # s
-OURS_TOL = dict(rtol=1e-8, atol=1e-10)
+OURS_TOL = dict(rtol=1e-8, atol=1e-10, method="dopri5")  # tight tolerances: the order-5 method
 
 
 def _progress(msg: str) -> None:
@@ -242,17 +242,20 @@ def bench_ess_plate(args) -> dict:
 
 
 # --------------------------------------------------------------------------- sim-rtf
-def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats: int = 20) -> dict:
+def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats: int = 20, **options) -> dict:
     """Real-time factor (simulated s per wall s) of the ESS plant with a new joint command
     every `period` s (PD around the nominal pose, 2 Hz sinusoidal references).
 
-    rtf: ticks run in compiled code (`EssPlant.rollout`); rtf_python_step: one Python
-    `step()` call per tick, as the plant protocol is used from Python."""
-    from sim.ess.robot import EssPlant
+    The plant is built as the bridge server builds it (`sim.registry.make_plant("ess", model,
+    plant_rate_hz=1/period)`, plus `options`) and stepped as the server steps it: one
+    `step(command, period)` call per tick, returning a fresh PlantState (rtf). rtf_rollout: the
+    same ticks in one compiled call (`EssPlant.rollout`), the floor without Python per tick.
+    rtf_min/rtf_max: from the slowest/fastest of `repeats` runs."""
     from sim.protocol import JointCommand
+    from sim.registry import make_plant
 
     model = get_robot(name)
-    plant = EssPlant(model, verbose=False)
+    plant = make_plant("ess", model, plant_rate_hz=1.0 / period, **options)
     j = plant._joints
     ticks = int(round(seconds / period))
     nu = model.nu
@@ -263,7 +266,7 @@ def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats:
         for k in range(ticks)
     ]
 
-    def run_steps():  # the plant protocol, one Python call per tick
+    def run_steps():  # the plant protocol, one Python call per tick, as bridge/server.py does
         plant.reset(model.q0)
         for c in commands:
             plant.step(c, period)
@@ -274,17 +277,26 @@ def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats:
 
     jit_s = first_call(run_rollout) + first_call(run_steps)
     steps_before = plant.stats["steps"]
-    t = timed(run_rollout, repeats, warmup=1)
-    steps_per_tick = (plant.stats["steps"] - steps_before) / ((repeats + 1) * ticks)
     t_py = timed(run_steps, repeats, warmup=1)
-    return {"rtf": seconds / t["median"], "rtf_min": seconds / t["max"], "rtf_max": seconds / t["min"],
-            "us_per_tick": t["median"] / ticks * 1e6,
-            "rtf_python_step": seconds / t_py["median"], "us_per_tick_python_step": t_py["median"] / ticks * 1e6,
-            "period_s": period, "sim_s": seconds, "repeats": repeats, "jit_s": jit_s,
-            "steps_per_tick": steps_per_tick}
+    steps_per_tick = (plant.stats["steps"] - steps_before) / ((repeats + 1) * ticks)
+    t = timed(run_rollout, repeats, warmup=1)
+    return {"rtf": seconds / t_py["median"], "rtf_min": seconds / t_py["max"], "rtf_max": seconds / t_py["min"],
+            "us_per_tick": t_py["median"] / ticks * 1e6,
+            "rtf_rollout": seconds / t["median"], "rtf_rollout_min": seconds / t["max"],
+            "rtf_rollout_max": seconds / t["min"], "us_per_tick_rollout": t["median"] / ticks * 1e6,
+            "method": plant.options["method"], "rtol": plant.options["rtol"], "atol": plant.options["atol"],
+            "h_max": plant.options["h_max"], "period_s": period, "sim_s": seconds, "repeats": repeats,
+            "jit_s": jit_s, "steps_per_tick": steps_per_tick}
 
 
 def bench_sim_rtf(args) -> dict:
-    """Real-time factor of the ESS plant for the hopper and the quadruped at 1 ms."""
+    """Real-time factor of the ESS plant for the hopper and the quadruped at 1 ms (the server's
+    plant and call pattern), and of the previous scheme (explicit dopri5, rtol 1e-4) for scale."""
+    import os
+
     reps = max(20, args.repeats or 20)
-    return {name: plant_rtf(name, repeats=reps) for name in ("hopper", "quadruped")}
+    res = {name: plant_rtf(name, repeats=reps) for name in ("hopper", "quadruped")}
+    res["dopri5"] = {name: plant_rtf(name, repeats=max(5, reps // 4), method="dopri5")
+                     for name in ("hopper", "quadruped")}
+    res["load_avg_1min"] = os.getloadavg()[0]
+    return res

@@ -198,3 +198,76 @@ def test_plant_bad_input_gives_clear_errors():
         plant.reset([np.nan, 0.4, 0.0, 0.0])
     with pytest.raises(ValueError, match=r"kp must be >= 0"):
         plant.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 0.0]), np.zeros(2)), 0.01)
+
+
+# ----------------------------------------------------------------------------- ROS23 (the plants' default)
+
+
+def test_ros23_hopper1d_converges_to_the_closed_form():
+    model = get_robot("hopper1d")
+    p = model.params
+    times = np.linspace(0.001, 2.0, 400)
+    z, v = hopper1d_exact(times, z0=2.0, m=p["m"], k=p["k"], g=p["g"], L0=p["L0"])
+    errors = []
+    for rtol in (1e-6, 1e-7):
+        plant = _hopper1d_plant(method="ros23", rtol=rtol, atol=rtol * 1e-2)
+        assert plant.options["method"] == "ros23"
+        plant.reset([2.0])
+        x = plant.advance(2.0, times)
+        errors.append(np.abs(x[:, 0] - z).max())
+        assert np.abs(x[:, 1] - v).max() < 2e-3
+        assert plant.stats["projections"] == 4  # same event sequence as the exact solution
+    assert errors[0] < 1e-4 and errors[1] < errors[0] / 2, errors
+
+
+def _pd_sine_rollout(name: str, seconds: float = 1.0, **options) -> np.ndarray:
+    """The sim-rtf bench's run: PD (kp 40, kd 1) around q0 with 2 Hz references, 1 ms ticks."""
+    model = get_robot(name)
+    plant = EssPlant(model, h_max=1e-3, verbose=False, **options)
+    nu, j, period = model.nu, plant._joints, 1e-3
+    commands = [JointCommand(np.zeros(nu), model.q0[j] + 0.1 * np.sin(2 * np.pi * 2.0 * k * period + np.arange(nu)),
+                             np.zeros(nu), np.full(nu, 40.0), np.full(nu, 1.0)) for k in range(int(seconds / period))]
+    plant.reset(model.q0)
+    return plant.rollout(commands, period)
+
+
+# max and RMS of |q - q_ref| over 1 s (m, rad) against dopri5 at rtol 1e-9: measured for the
+# previous default (dopri5, rtol 1e-4): hopper 6.5e-8 / 1.3e-8, quadruped 2.0e-4 / 3.2e-5;
+# ROS23 at its defaults: hopper 3.7e-5 / 1.3e-6, quadruped 7.7e-4 / 1.4e-4 (docs/ESS.md)
+ROS23_BOUNDS = {"hopper": (1e-4, 5e-6), "quadruped": (2e-3, 4e-4)}
+
+
+@pytest.mark.parametrize("name", ["hopper", "quadruped"])
+def test_ros23_default_tracks_the_dopri5_reference(name):
+    ref = _pd_sine_rollout(name, method="dopri5", rtol=1e-9, atol=1e-11)
+    fast = _pd_sine_rollout(name)  # the plant's defaults: ros23, rtol 1e-2, atol 1e-4
+    nq = get_robot(name).nq
+    err = np.abs(fast[:, :nq] - ref[:, :nq])
+    bound_max, bound_rms = ROS23_BOUNDS[name]
+    assert err.max() < bound_max and np.sqrt((err ** 2).mean()) < bound_rms, (err.max(), np.sqrt((err ** 2).mean()))
+    # the previous scheme is still there, as accurate as before
+    old = _pd_sine_rollout(name, method="dopri5")
+    assert np.abs(old[:, :nq] - ref[:, :nq]).max() < 3e-4
+
+
+def test_step_and_rollout_agree_and_bad_commands_leave_the_plant_untouched():
+    model = get_robot("quadruped")
+    plant = EssPlant(model, h_max=1e-3, verbose=False)
+    nu, j = model.nu, plant._joints
+    cmd = JointCommand(np.zeros(nu), model.q0[j], np.zeros(nu), np.full(nu, 40.0), np.full(nu, 1.0))
+    plant.reset(model.q0)
+    xs = plant.rollout([cmd] * 20, 1e-3)
+    plant.reset(model.q0)
+    for _ in range(20):
+        state = plant.step(cmd, 1e-3)
+    # equal up to rounding (rollout ends tick k at t0 + k period, step at t + period)
+    np.testing.assert_allclose(np.concatenate([state.q, state.v]), xs[-1], rtol=0, atol=1e-9)
+    assert state.force.shape == (model.nc, 2) and state.contact.dtype == np.bool_
+    x_before, t_before = plant.x.copy(), plant.t
+    bad = JointCommand(np.zeros(nu), model.q0[j], np.zeros(nu), np.full(nu, -1.0), np.full(nu, 1.0))
+    with pytest.raises(ValueError, match="kp must be >= 0"):
+        plant.step(bad, 1e-3)
+    np.testing.assert_array_equal(plant.x, x_before)
+    assert plant.t == t_before
+    state.q[:] = 99.0  # a returned state is the caller's: the plant keeps its own
+    assert plant.x[0] != 99.0

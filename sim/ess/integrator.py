@@ -42,7 +42,8 @@ class EssSystem:
     n: state size; m: number of event functions; reset: m x m bool guard reset matrix
     (row j = guards re-armed when guard j is crossed); paper_rule: use the paper's re-arming
     rule instead (re-arm all negative guards once none is armed); ctx: tuple handed to
-    f/h/Dh (C function pointers, scratch arrays); name: for messages.
+    f/h/Dh (C function pointers, scratch arrays); name: for messages. wprep, wsolve: the
+    matrix W of the ROS23 method (signatures in kernel.py; default W = 0).
     """
 
     f: Any
@@ -54,6 +55,8 @@ class EssSystem:
     paper_rule: bool = False
     ctx: tuple = ()
     name: str = "ess"
+    wprep: Any = K.no_wprep
+    wsolve: Any = K.no_wsolve
 
     def reset_matrix(self) -> np.ndarray:
         """The reset matrix as an m x m bool array (zeros if none was given)."""
@@ -124,6 +127,7 @@ def integrate(
     on_violation: str = "raise",
     max_events: int = 100_000,
     max_steps: int = 10_000_000,
+    method: str = "dopri5",
 ) -> EssResult:
     """Integrate the ESS `system` from (t0, x0) to tf.
 
@@ -133,6 +137,7 @@ def integrate(
     tolerances; h0: first step (s); h_max: largest step (s). on_violation: "raise" a
     LivenessError, or "locate" the guard's crossing exactly instead of projecting.
     max_events, max_steps: per-call budgets; exceeding one raises EssIntegrationError.
+    method: "dopri5" (explicit, order 5) or "ros23" (linearly implicit with the system's W).
     """
     x = np.array(x0, dtype=np.float64).ravel()
     if x.shape != (system.n,):
@@ -146,6 +151,8 @@ def integrate(
             raise ValueError(f"{system.name}: {name} must be > 0, got {value}")
     if on_violation not in _VIOLATION:
         raise ValueError(f"{system.name}: on_violation must be one of {list(_VIOLATION)}, got {on_violation!r}")
+    if method not in K.METHODS:
+        raise ValueError(f"{system.name}: method must be one of {list(K.METHODS)}, got {method!r}")
     eps_arr = _as_eps(eps, system.m, system.name)
     p_arr = np.zeros(0) if p is None else np.ascontiguousarray(p, dtype=np.float64)
     te = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval, dtype=np.float64)
@@ -158,7 +165,7 @@ def integrate(
     x_eval = np.full((te.size, system.n), np.nan)
     stats = np.zeros(K.N_STATS, dtype=np.int64)
     t, status, guard = K.ess_integrate(
-        system.f, system.h, system.Dh, system.ctx, x, float(t0), float(tf), p_arr,
+        system.f, system.h, system.Dh, system.wprep, system.wsolve, K.METHODS[method], system.ctx, x, float(t0), float(tf), p_arr,
         guards.sigma, guards.armed, guards.pending, guards.parked, system.reset_matrix(), eps_arr,
         system.paper_rule, rtol, atol, np.array([h0, 1e-4]), h_max, live_min, _VIOLATION[on_violation],
         max_events, max_steps, te, x_eval, np.zeros(1, dtype=np.int64), stats,

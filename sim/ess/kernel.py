@@ -5,9 +5,12 @@ field. The integrator keeps its own sign vector sigma (+1 crossed / -1 not yet c
 that a projection landing a hair short of a guard still counts as crossed.
 
 Loop until tf:
-1. If no *armed* guard k has h_k(x) >= -eps_k: one adaptive Dormand-Prince 5(4) step
-   (step control, max step h_max). If the step enters the eps-band of an armed guard, the
-   entry point h_k = -eps_k is located on the dense output and the step is cut there.
+1. If no *armed* guard k has h_k(x) >= -eps_k: one adaptive step (step control, max step
+   h_max) of either method: explicit Dormand-Prince 5(4) (METHOD_DOPRI5), or the linearly
+   implicit Rosenbrock-W pair ROS23 (METHOD_ROS23, below: order 2 for *any* matrix W, L-stable
+   when W is the exact Jacobian), for stiff vector fields whose stiff part the system supplies
+   as W. If the step enters the eps-band of an armed guard,
+   the entry point h_k = -eps_k is located on the dense output and the step is cut there.
 2. Else projection step: G = f(x, sigma); for armed k in the band, dt_k = -h_k / (Dh_k . G);
    j = argmin dt_k; x += G dt_j; t += dt_j; guard j is crossed (sigma_j = +1). Repeated
    projections resolve near-simultaneous crossings one guard at a time.
@@ -29,6 +32,11 @@ User functions (numba-compiled, each with the signature shown):
     f(t, x, sigma, p, ctx, out)     -> writes dx/dt into out (n)
     h(x, p, ctx, out)               -> writes event values into out (m)
     Dh(x, p, ctx, out)              -> writes the m x n event Jacobian into out
+    wprep(t, x, sigma, p, ctx)      -> ROS23 only: capture what W needs at x. The kernel calls it
+                                       right after f(t, x, sigma, p, ctx, .) at the same point.
+    wsolve(g, refactor, p, ctx, rhs, out) -> ROS23 only: out = (I - g W)^-1 rhs for W captured by
+                                       the last wprep; refactor is True when g or the point changed.
+`no_wprep`/`no_wsolve` (W = 0) make ROS23 an explicit second-order Runge-Kutta pair.
 p is a float64 parameter vector and ctx any numba-typable tuple (e.g. compiled C function
 pointers and scratch arrays), both passed through untouched. Systems whose f, h, Dh are the
 same dispatchers and whose ctx types agree share one compiled kernel.
@@ -64,6 +72,16 @@ A61, A62, A63, A64, A65 = 9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0
 B1, B3, B4, B5, B6 = 35.0 / 384.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0
 E1, E3, E4, E5, E6, E7 = (71.0 / 57600.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0,
                           22.0 / 525.0, -1.0 / 40.0)
+METHOD_DOPRI5, METHOD_ROS23 = 0, 1
+METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23}
+# ROS23, the Rosenbrock-W pair of Shampine & Reichelt's ode23s (SIAM J. Sci. Comput. 18, 1997),
+# with W in place of the Jacobian and no df/dt term (W-method: order 2 for any W):
+#   (I - d h W) K1 = f(x);  F1 = f(x + h/2 K1);  (I - d h W) (K2 - K1) = F1 - K1;  x+ = x + h K2;
+#   F2 = f(x+);  (I - d h W) K3 = F2 - e32 (K2 - F1) - 2 (K1 - f(x));  err = h/6 (K1 - 2 K2 + K3),
+# d = 1 / (2 + sqrt 2), e32 = 6 + sqrt 2. L-stable with the exact Jacobian; the error estimate
+# is of third order (exponent 1/3); F2 is the next step's f(x) and the dense output's end slope.
+ROS_D = 1.0 / (2.0 + np.sqrt(2.0))
+ROS_E32 = 6.0 + np.sqrt(2.0)
 # dense output (Hairer's dopri5 continuous extension of order 4)
 D1, D3, D4, D5, D6, D7 = (-12715105075.0 / 11282082432.0, 87487479700.0 / 32700410799.0,
                           -10690763975.0 / 1880347072.0, 701980252875.0 / 199316789632.0,
@@ -112,11 +130,78 @@ def _err_norm(x, xn, err, rtol, atol):
     return np.sqrt(s / n)
 
 
+@njit(cache=True)
+def no_wprep(t, x, sigma, p, ctx):
+    """W = 0: nothing to capture."""
+
+
+@njit(cache=True)
+def no_wsolve(g, refactor, p, ctx, rhs, out):
+    """W = 0: (I - g W)^-1 is the identity."""
+    for i in range(out.shape[0]):
+        out[i] = rhs[i]
+
+
+@njit
+def _dopri_attempt(f, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, k6, k7, xs, xn, err, rtol, atol, stats):
+    """One Dormand-Prince 5(4) attempt of size hs from (t, x) with k1 = f(x): xn, k7 = f(xn),
+    err; returns the error norm."""
+    n = x.shape[0]
+    for i in range(n):
+        xs[i] = x[i] + hs * A21 * k1[i]
+    f(t + C2 * hs, xs, sigma, p, ctx, k2)
+    for i in range(n):
+        xs[i] = x[i] + hs * (A31 * k1[i] + A32 * k2[i])
+    f(t + C3 * hs, xs, sigma, p, ctx, k3)
+    for i in range(n):
+        xs[i] = x[i] + hs * (A41 * k1[i] + A42 * k2[i] + A43 * k3[i])
+    f(t + C4 * hs, xs, sigma, p, ctx, k4)
+    for i in range(n):
+        xs[i] = x[i] + hs * (A51 * k1[i] + A52 * k2[i] + A53 * k3[i] + A54 * k4[i])
+    f(t + C5 * hs, xs, sigma, p, ctx, k5)
+    for i in range(n):
+        xs[i] = x[i] + hs * (A61 * k1[i] + A62 * k2[i] + A63 * k3[i] + A64 * k4[i] + A65 * k5[i])
+    f(t + hs, xs, sigma, p, ctx, k6)
+    for i in range(n):
+        xn[i] = x[i] + hs * (B1 * k1[i] + B3 * k3[i] + B4 * k4[i] + B5 * k5[i] + B6 * k6[i])
+    f(t + hs, xn, sigma, p, ctx, k7)
+    stats[S_FEVALS] += 6
+    for i in range(n):
+        err[i] = hs * (E1 * k1[i] + E3 * k3[i] + E4 * k4[i] + E5 * k5[i] + E6 * k6[i] + E7 * k7[i])
+    return _err_norm(x, xn, err, rtol, atol)
+
+
+@njit
+def _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, K3, xs, xn, k7, err, rtol, atol, stats):
+    """One ROS23 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn, k7 = f(xn)
+    and err; returns the error norm."""
+    n = x.shape[0]
+    g = ROS_D * hs
+    wsolve(g, True, p, ctx, k1, K1)
+    for i in range(n):
+        xs[i] = x[i] + 0.5 * hs * K1[i]
+    f(t + 0.5 * hs, xs, sigma, p, ctx, F1)
+    for i in range(n):
+        xs[i] = F1[i] - K1[i]
+    wsolve(g, False, p, ctx, xs, K2)
+    for i in range(n):
+        K2[i] += K1[i]
+        xn[i] = x[i] + hs * K2[i]
+    f(t + hs, xn, sigma, p, ctx, k7)
+    stats[S_FEVALS] += 2
+    for i in range(n):
+        xs[i] = k7[i] - ROS_E32 * (K2[i] - F1[i]) - 2.0 * (K1[i] - k1[i])
+    wsolve(g, False, p, ctx, xs, K3)
+    for i in range(n):
+        err[i] = hs / 6.0 * (K1[i] - 2.0 * K2[i] + K3[i])
+    return _err_norm(x, xn, err, rtol, atol)
+
+
 @njit  # not cached: it takes the vector field as a dispatcher argument, and numba's cache index
 # then pickles every caller's dispatcher type; an index written by another process (e.g. the tests'
 # vector fields) made the next compile fail with "underlying object has vanished"
-def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, paper_rule,
-                  rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps,
+def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps,
+                  paper_rule, rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps,
                   t_eval, x_eval, eval_pos, stats):
     """Integrate from (t, x) to tf in place (see module docstring).
 
@@ -125,7 +210,8 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
     are updated in place so that a following call continues seamlessly. At most max_events
     projections/located events and max_steps step attempts are made per call. reset is the m x m
     bool guard reset matrix, eps the band width per guard. States at the times t_eval[k]
-    (ascending) are written into x_eval[k] starting at eval_pos[0], which advances.
+    (ascending) are written into x_eval[k] starting at eval_pos[0], which advances. method:
+    METHOD_DOPRI5 or METHOD_ROS23 (then wprep/wsolve supply W; see the module docstring).
     Returns (t reached, status code, guard index or -1).
     """
     n = x.shape[0]
@@ -152,6 +238,8 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
     err_prev = hstep[1:2]  # previous accepted error norm, kept with the step size between calls
     n_eval = t_eval.shape[0]
     hv_valid = False  # hv holds h(x) (reused from the end of the previous step)
+    ros = method == METHOD_ROS23
+    expo = 1.0 / 3.0 if ros else 0.2  # 1 / (order of the error estimate)
     while t < tf:
         if not np.all(np.isfinite(x)):
             return t, NON_FINITE, -1
@@ -211,13 +299,15 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
                 return t, TOO_MANY_EVENTS, j
             continue
 
-        # ---------------- Dormand-Prince step ----------------
+        # ---------------- Dormand-Prince or ROS23 step ----------------
         if tf - t <= 1e-13 * max(1.0, abs(tf)):  # a rounding sliver before tf: the interval is done
             t = tf
             break
         if not k1_valid:
             f(t, x, sigma, p, ctx, k1)
             stats[S_FEVALS] += 1
+            if ros:
+                wprep(t, x, sigma, p, ctx)
             k1_valid = True
         hs = min(hstep[0], h_max, tf - t)
         if tf - t - hs < 1e-12 * max(1.0, abs(tf)):
@@ -229,28 +319,12 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             attempts += 1
             if attempts > max_steps:
                 return t, TOO_MANY_STEPS, -1
-            for i in range(n):
-                xs[i] = x[i] + hs * A21 * k1[i]
-            f(t + C2 * hs, xs, sigma, p, ctx, k2)
-            for i in range(n):
-                xs[i] = x[i] + hs * (A31 * k1[i] + A32 * k2[i])
-            f(t + C3 * hs, xs, sigma, p, ctx, k3)
-            for i in range(n):
-                xs[i] = x[i] + hs * (A41 * k1[i] + A42 * k2[i] + A43 * k3[i])
-            f(t + C4 * hs, xs, sigma, p, ctx, k4)
-            for i in range(n):
-                xs[i] = x[i] + hs * (A51 * k1[i] + A52 * k2[i] + A53 * k3[i] + A54 * k4[i])
-            f(t + C5 * hs, xs, sigma, p, ctx, k5)
-            for i in range(n):
-                xs[i] = x[i] + hs * (A61 * k1[i] + A62 * k2[i] + A63 * k3[i] + A64 * k4[i] + A65 * k5[i])
-            f(t + hs, xs, sigma, p, ctx, k6)
-            for i in range(n):
-                xn[i] = x[i] + hs * (B1 * k1[i] + B3 * k3[i] + B4 * k4[i] + B5 * k5[i] + B6 * k6[i])
-            f(t + hs, xn, sigma, p, ctx, k7)
-            stats[S_FEVALS] += 6
-            for i in range(n):
-                err[i] = hs * (E1 * k1[i] + E3 * k3[i] + E4 * k4[i] + E5 * k5[i] + E6 * k6[i] + E7 * k7[i])
-            en = _err_norm(x, xn, err, rtol, atol)
+            if ros:
+                en = _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, xs, xn, k7, err, rtol,
+                                    atol, stats)
+            else:
+                en = _dopri_attempt(f, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, k6, k7, xs, xn, err, rtol, atol,
+                                    stats)
             if en <= 1.0 and np.all(np.isfinite(xn)):
                 break
             stats[S_REJECTS] += 1
@@ -258,12 +332,17 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             if not np.isfinite(en):
                 hs *= 0.1
             else:
-                hs *= max(0.2, 0.9 * en ** -0.2)
+                hs *= max(0.2, 0.9 * en ** -expo)
         stats[S_STEPS] += 1
-        # next step size: Hairer's PI controller (beta = 0.04) damps the step-size oscillation
-        # at the stability boundary of stiff contacts; growth capped at 5x, none after a reject
         en = max(en, 1e-10)
-        fac = 0.9 * en ** (-0.2 + 0.75 * 0.04) * err_prev[0] ** 0.04
+        if ros:  # k7 = f(xn) was the attempt's last evaluation: W at xn for the next step
+            wprep(t + hs, xn, sigma, p, ctx)
+            fac = 0.9 * en ** -expo
+        else:
+            # Hairer's PI controller (beta = 0.04) damps the step-size oscillation at the
+            # stability boundary of stiff contacts
+            fac = 0.9 * en ** (-0.2 + 0.75 * 0.04) * err_prev[0] ** 0.04
+        # growth capped at 5x, none after a reject
         hstep[0] = hs * min(1.0 if rejected else 5.0, max(0.2, fac))
         err_prev[0] = max(en, 1e-4)
         # dense output coefficients
@@ -274,7 +353,9 @@ def ess_integrate(f, h, Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, res
             rc[1, i] = ydiff
             rc[2, i] = bspl
             rc[3, i] = ydiff - hs * k7[i] - bspl
-            rc[4, i] = hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i] + D7 * k7[i])
+            # ROS23: cubic Hermite interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0)
+            rc[4, i] = 0.0 if ros else hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i]
+                                             + D7 * k7[i])
         # events inside the step: band entry of armed guards, zero crossing of parked guards
         h(xn, p, ctx, hn)
         theta_hit = 2.0

@@ -39,6 +39,8 @@ from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
 from . import kernel as K
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
 
+# reassociation and contraction (FMA) for the small dense loops; NaN/inf semantics kept
+FAST = {"reassoc", "contract", "nsz", "arcp"}
 HEADER = 6  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, k(nc), b(nc), mu(nc), joint(nu), u_max(nu), command(5 nu)]
 
 
@@ -55,33 +57,33 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _solve_spd(M, b, L, out, n):
     """Solve M out = b for symmetric positive definite M (n x n) by Cholesky, in place in L."""
     for j in range(n):
         s = M[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
-        d = np.sqrt(s)
-        L[j, j] = d
+        d = 1.0 / np.sqrt(s)
+        L[j, j] = d  # the diagonal holds reciprocals (no divisions below)
         for i in range(j + 1, n):
             s = M[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
+            L[i, j] = s * d
     for i in range(n):
         s = b[i]
         for k in range(i):
             s -= L[i, k] * out[k]
-        out[i] = s / L[i, i]
+        out[i] = s * L[i, i]
     for i in range(n - 1, -1, -1):
         s = out[i]
         for k in range(i + 1, n):
             s -= L[k, i] * out[k]
-        out[i] = s / L[i, i]
+        out[i] = s * L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _actuator_torque(x, p, a, nq, nu, nc):
     """Clipped joint impedance torque of actuator a (N m) for the command held in p."""
     base = HEADER + 3 * nc
@@ -93,7 +95,7 @@ def _actuator_torque(x, p, a, nq, nu, nc):
     return min(max(tau, -umax), umax)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _stance_force(x, p, bt, i, nq, nv, nc):
     """(fn, ft) of contact i in stance, N: spring-damper normal force, tanh-regularised friction
     (ft = 0 without friction). bt holds the `ess_terms` outputs at x."""
@@ -116,7 +118,7 @@ def _stance_force(x, p, bt, i, nq, nv, nc):
 @njit(cache=True)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
     """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x."""
-    addr, bt, bc, bg, gen, L = ctx
+    addr, bt, bc, bg, gen, L, W, piv = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
     for i in range(nc):
@@ -126,10 +128,10 @@ def fill_outputs(x, sigma, p, ctx, force, tau, contact):
         tau[a] = _actuator_torque(x, p, a, nq, nu, nc)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def robot_f(t, x, sigma, p, ctx, out):
     """dx/dt = (v, M^-1 (B tau + sum Jn^T fn + Jt^T ft - h)) for the current contact modes."""
-    addr, bt, bc, bg, gen, L = ctx
+    addr, bt, bc, bg, gen, L, W, piv = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
     o_h = nv * nv
@@ -153,7 +155,7 @@ def robot_f(t, x, sigma, p, ctx, out):
 @njit(cache=True)
 def robot_h(x, p, ctx, out):
     """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
-    addr, bt, bc, bg, gen, L = ctx
+    addr, bt, bc, bg, gen, L, W, piv = ctx
     nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
     call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
     force_liftoff = p[5] > 0.0
@@ -172,7 +174,7 @@ def robot_h(x, p, ctx, out):
 @njit(cache=True)
 def robot_Dh(x, p, ctx, out):
     """Jacobian (2nc x (nq + nv)) of `robot_h`."""
-    addr, bt, bc, bg, gen, L = ctx
+    addr, bt, bc, bg, gen, L, W, piv = ctx
     nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
     call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
     force_liftoff = p[5] > 0.0
@@ -191,36 +193,223 @@ def robot_Dh(x, p, ctx, out):
                 out[nc + i, c] = jn
 
 
+@njit(cache=True, fastmath=FAST)
+def robot_wprep(t, x, sigma, p, ctx):
+    """ROS23's W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
+
+    K = -dF/dq and D = -dF/dv of the generalised force F from the joint impedance (unless
+    saturated) and the stance contacts (spring-damper normal force, tanh friction), with the
+    Jacobians' own derivatives, gravity and Coriolis left out (a W-method keeps order 2 for any W).
+    Stores M, K, D in W[0:3]; reads the `ess_terms` buffer that robot_f has just filled at x.
+    """
+    addr, bt, bc, bg, gen, L, W, piv = ctx
+    nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
+    Mx, Kx, Dx = W[0], W[1], W[2]
+    for i in range(nv):
+        for j in range(nv):
+            Mx[i, j] = bt[i * nv + j]
+            Kx[i, j] = 0.0
+            Dx[i, j] = 0.0
+    base = HEADER + 3 * nc
+    cmd = base + 2 * nu
+    for a in range(nu):
+        j = int(p[base + a])
+        tau = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j])
+               + p[cmd + 4 * nu + a] * (p[cmd + 2 * nu + a] - x[nq + j]))
+        if abs(tau) < p[base + nu + a]:  # a saturated motor has no stiffness
+            Kx[j, j] += p[cmd + 3 * nu + a]
+            Dx[j, j] += p[cmd + 4 * nu + a]
+    o_phi = nv * nv + nv
+    o_jn = o_phi + nc
+    o_jt = o_jn + nc * nv
+    for i in range(nc):
+        if not (sigma[i] > 0.0 and sigma[nc + i] < 0.0):
+            continue
+        k_i, b_i, mu = p[HEADER + i], p[HEADER + nc + i], p[HEADER + 2 * nc + i]
+        jn = bt[o_jn + i * nv:o_jn + (i + 1) * nv]
+        jt = bt[o_jt + i * nv:o_jt + (i + 1) * nv]
+        vn = 0.0
+        vt = 0.0
+        for k in range(nv):
+            vn += jn[k] * x[nq + k]
+            vt += jt[k] * x[nq + k]
+        # normal force fn = -k phi - b vn: K += k Jn^T Jn, D += b Jn^T Jn
+        for r in range(nv):
+            if jn[r] != 0.0:  # contact Jacobians are sparse (one leg and the base)
+                kr, br = k_i * jn[r], b_i * jn[r]
+                for c in range(nv):
+                    Kx[r, c] += kr * jn[c]
+                    Dx[r, c] += br * jn[c]
+        if mu <= 0.0:
+            continue
+        # friction ft = -mu fn tanh(vt / v_s): K += -mu k th Jt^T Jn,
+        # D += Jt^T (mu fn sech^2 / v_s Jt - mu b th Jn)
+        fn = -k_i * bt[o_phi + i] - b_i * vn
+        th = np.tanh(vt / p[4])
+        cq = -mu * k_i * th
+        cn = -mu * b_i * th
+        ct = mu * fn * (1.0 - th * th) / p[4]
+        for r in range(nv):
+            if jt[r] != 0.0:
+                qr, nr, tr = cq * jt[r], cn * jt[r], ct * jt[r]
+                for c in range(nv):
+                    Kx[r, c] += qr * jn[c]
+                    Dx[r, c] += nr * jn[c] + tr * jt[c]
+
+
+@njit(cache=True, fastmath=FAST)
+def _lu_factor(A, piv, n):
+    """LU factorisation with partial pivoting, in place (unit lower triangle below the diagonal)."""
+    for k in range(n):
+        r = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                big = abs(A[i, k])
+                r = i
+        piv[k] = r
+        if r != k:
+            for j in range(n):
+                A[k, j], A[r, j] = A[r, j], A[k, j]
+        d = 1.0 / A[k, k]
+        A[k, k] = d  # the diagonal holds reciprocals
+        for i in range(k + 1, n):
+            A[i, k] *= d
+            a = A[i, k]
+            for j in range(k + 1, n):
+                A[i, j] -= a * A[k, j]
+
+
+@njit(cache=True, fastmath=FAST)
+def _lu_solve(A, piv, b, n):
+    """Solve A y = b in place in b with the factors of `_lu_factor`."""
+    for k in range(n):
+        r = piv[k]
+        if r != k:
+            b[k], b[r] = b[r], b[k]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= A[i, k] * b[k]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= A[i, k] * b[k]
+        b[i] = s * A[i, i]
+
+
+@njit(cache=True, fastmath=FAST)
+def robot_wsolve(g, refactor, p, ctx, rhs, out):
+    """out = (I - g W)^-1 rhs for the W of `robot_wprep`: with (r_q, r_v) = rhs,
+    (M + g D + g^2 K) out_v = M r_v - g K r_q and out_q = r_q + g out_v (one nv x nv LU)."""
+    addr, bt, bc, bg, gen, L, W, piv = ctx
+    nq, nv = int(p[0]), int(p[1])
+    Mx, Kx, Dx, A = W[0], W[1], W[2], W[3]
+    if refactor:
+        g2 = g * g
+        for i in range(nv):
+            for j in range(nv):
+                A[i, j] = Mx[i, j] + g * Dx[i, j] + g2 * Kx[i, j]
+        _lu_factor(A, piv, nv)
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += Mx[i, j] * rhs[nq + j] - g * Kx[i, j] * rhs[j]
+        gen[i] = s
+    _lu_solve(A, piv, gen, nv)
+    for i in range(nv):
+        out[nq + i] = gen[i]
+        out[i] = rhs[i] + g * gen[i]
+
+
+# The plant's mutable state lives in three arrays so that one compiled call per tick takes few
+# arguments (numba's dispatch costs ~80 ns per array argument):
+# F (float64): t, hstep (2), rtol, atol, h_max, live_min, -, eps (m), sigma (m), x (n)
+# I (int64): on_violation, max_events, method, eval_pos, guard, ticks, -, -, stats (N_STATS)
+# B (bool, (3 + m) x m): armed, pending, parked, then the m x m reset matrix
+F_T, F_HSTEP, F_RTOL, F_ATOL, F_HMAX, F_LIVE, F_EPS = 0, 1, 3, 4, 5, 6, 8
+I_VIOL, I_MAXEV, I_METHOD, I_EVPOS, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 3, 4, 5, 8
+BAD_COMMAND = -1
+# default (rtol, atol) per method: ros23's at about the accuracy dopri5's had (docs/ESS.md)
+DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4)}  # step_robot's status for a command that fails the fast check
+
+
 @njit  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
-def run_robot(ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps, rtol, atol, hstep, h_max,
-              live_min, on_violation, max_events, max_steps, t_eval, x_eval, eval_pos, stats):
-    """`kernel.ess_integrate` bound to the robot vector field (compiled once, cached on disk)."""
-    return K.ess_integrate(robot_f, robot_h, robot_Dh, ctx, x, t, tf, p, sigma, armed, pending, parked, reset,
-                           eps, False, rtol, atol, hstep, h_max, live_min, on_violation, max_events,
-                           max_steps, t_eval, x_eval, eval_pos, stats)
+def integrate_robot(ctx, p, F, I, B, tf, t_eval, x_eval):
+    """`kernel.ess_integrate` bound to the robot vector field: integrate the plant state in F/I/B
+    to time tf under the command held in p. Returns the kernel's status (guard in I[I_GUARD])."""
+    m = B.shape[1]
+    n = F.shape[0] - F_EPS - 2 * m
+    x = F[F_EPS + 2 * m:]
+    t = F[F_T]
+    span = tf - t
+    max_steps = int(min(1e9, max(1e4, 1000.0 * span / F[F_HMAX])))  # 1000 attempts per largest step
+    I[I_EVPOS] = 0
+    t, status, guard = K.ess_integrate(
+        robot_f, robot_h, robot_Dh, robot_wprep, robot_wsolve, I[I_METHOD], ctx, x, t, tf, p,
+        F[F_EPS + m:F_EPS + 2 * m], B[0], B[1], B[2], B[3:], F[F_EPS:F_EPS + m], False, F[F_RTOL], F[F_ATOL],
+        F[F_HSTEP:F_HSTEP + 2], F[F_HMAX], F[F_LIVE], I[I_VIOL], I[I_MAXEV], max_steps, t_eval, x_eval,
+        I[I_EVPOS:I_EVPOS + 1], I[I_STATS:I_STATS + K.N_STATS])
+    F[F_T] = t
+    I[I_GUARD] = guard
+    return status
+
+
+@njit(cache=True)
+def _load_command(p, cmd):
+    """Hold the packed command (5 nu) in p if it is well formed (finite, gains >= 0)."""
+    nu = int(p[2])
+    if cmd.shape[0] != 5 * nu:
+        return False
+    for i in range(5 * nu):
+        if not np.isfinite(cmd[i]) or (i >= 3 * nu and cmd[i] < 0.0):
+            return False
+    off = p.shape[0] - 5 * nu
+    for i in range(5 * nu):
+        p[off + i] = cmd[i]
+    return True
 
 
 @njit
-def rollout_robot(ctx, x, t0, period, commands, p, cmd_offset, sigma, armed, pending, parked, reset, eps,
-                  rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps, out_x, stats):
-    """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
+def step_robot(ctx, p, F, I, B, cmd, tf, out, contact):
+    """One plant tick in one compiled call: hold cmd (packed; empty keeps the held one), integrate
+    to tf, write q, v, forces (nc x 2, flat) and torques into out and the flags into contact."""
+    if cmd.shape[0] and not _load_command(p, cmd):
+        return BAD_COMMAND
+    t_eval = np.empty(0)
+    status = integrate_robot(ctx, p, F, I, B, tf, t_eval, np.empty((0, out.shape[0])))
+    if status == K.OK:
+        nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
+        n = nq + nv
+        m = B.shape[1]
+        x = F[F_EPS + 2 * m:]
+        for i in range(n):
+            out[i] = x[i]
+        fill_outputs(x, F[F_EPS + m:F_EPS + 2 * m], p, ctx, out[n:n + 2 * nc].reshape((nc, 2)),
+                     out[n + 2 * nc:n + 2 * nc + nu], contact)
+    return status
 
-    Returns (t reached, status, guard, ticks completed).
-    """
+
+@njit
+def rollout_robot(ctx, p, F, I, B, commands, period, out_x):
+    """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
+    Returns the status (ticks completed in I[I_TICKS])."""
+    m = B.shape[1]
+    x = F[F_EPS + 2 * m:]
     te = np.empty(0)
     xe = np.empty((0, x.shape[0]))
-    pos = np.zeros(1, dtype=np.int64)
-    t = t0
+    t0 = F[F_T]
+    off = p.shape[0] - commands.shape[1]
+    I[I_TICKS] = 0
     for k in range(commands.shape[0]):
-        p[cmd_offset:] = commands[k]
-        t, status, guard = K.ess_integrate(robot_f, robot_h, robot_Dh, ctx, x, t, t0 + (k + 1) * period, p,
-                                           sigma, armed, pending, parked, reset, eps, False, rtol, atol, hstep,
-                                           h_max, live_min, on_violation, max_events, max_steps, te, xe, pos,
-                                           stats)
+        p[off:] = commands[k]
+        status = integrate_robot(ctx, p, F, I, B, t0 + (k + 1) * period, te, xe)
         if status != K.OK:
-            return t, status, guard, k
+            return status
         out_x[k] = x
-    return t, K.OK, -1, commands.shape[0]
+        I[I_TICKS] = k + 1
+    return K.OK
 
 
 class EssPlant:
@@ -230,14 +419,19 @@ class EssPlant:
         model: a RobotModel with compliant contacts (stiffness > 0 on every contact).
         eps: band width of the guards, m for touchdown and N for force liftoff (scalar applies
             to touchdown; liftoff uses eps * k so both mean "eps metres").
-        rtol, atol: Dormand-Prince tolerances; h_max: largest integration step, s.
+        method: "ros23" (Rosenbrock-W 2(3): the joint impedance and contact forces taken
+            linearly implicitly, order 2; steps as long as the command period), "dopri5"
+            (explicit Dormand-Prince 5(4), order 5: for tight tolerances), or "auto" (default):
+            dopri5 when rtol < 1e-6 is given, else ros23. Accuracy of each: docs/ESS.md.
+        rtol, atol: step error tolerances (default per method: DEFAULT_TOL); h_max: largest
+            integration step, s.
         slip_speed: v_s of the tanh friction law, m/s. liftoff: "force" or "gap".
         on_violation: "locate" (default: exact event location where liveness fails) or "raise".
         cache_dir, verbose: code-generation cache folder and whether to announce compiling.
     """
 
-    def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float = 1e-4, atol: float = 1e-6,
-                 h_max: float = 0.005, slip_speed: float = 0.1, liftoff: str = "force",
+    def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
+                 h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
                  on_violation: str = "locate", max_events: int = 10_000, cache_dir: Path | str | None = None,
                  verbose: bool = True):
         if model.nq != model.nv:
@@ -247,6 +441,12 @@ class EssPlant:
         soft = [c.name for c in model.contacts if c.stiffness <= 0]
         if soft:
             raise ValueError(f"{model.name}: contacts {soft} have no stiffness; the ESS plant needs compliant contacts")
+        if method not in ("auto", *K.METHODS):
+            raise ValueError(f"EssPlant: method must be 'auto' or one of {list(K.METHODS)}, got {method!r}")
+        if method == "auto":
+            method = "dopri5" if rtol is not None and rtol < 1e-6 else "ros23"
+        rtol = DEFAULT_TOL[method][0] if rtol is None else rtol
+        atol = DEFAULT_TOL[method][1] if atol is None else atol
         for name, value in (("eps", eps), ("rtol", rtol), ("atol", atol), ("h_max", h_max),
                             ("slip_speed", slip_speed)):
             if not (np.isfinite(value) and value > 0):
@@ -256,10 +456,11 @@ class EssPlant:
         if on_violation not in ("locate", "raise"):
             raise ValueError(f"EssPlant: on_violation must be 'locate' or 'raise', got {on_violation!r}")
         self.model = model
-        self.options = dict(eps=eps, rtol=rtol, atol=atol, h_max=h_max, slip_speed=slip_speed, liftoff=liftoff,
-                            on_violation=on_violation, max_events=max_events)
+        self.options = dict(eps=eps, rtol=rtol, atol=atol, h_max=h_max, method=method, slip_speed=slip_speed,
+                            liftoff=liftoff, on_violation=on_violation, max_events=max_events)
         lib = _lib(model, cache_dir, verbose)
         nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
+        n, m = nq + nv, 2 * nc
         self._joints = actuated_joints(model)
         stiff = np.array([c.stiffness for c in model.contacts])
         self._p = np.concatenate([
@@ -273,23 +474,38 @@ class EssPlant:
         ctx = (
             np.array([lib[n].address for n in ("ess_terms", "ess_contact", "ess_dJnv")], dtype=np.int64),
             np.empty(lib["ess_terms"].n_out), np.empty(lib["ess_contact"].n_out), np.empty(lib["ess_dJnv"].n_out),
-            np.empty(nv), np.zeros((nv, nv)),
+            np.empty(nv), np.zeros((nv, nv)), np.zeros((4, nv, nv)), np.zeros(nv, dtype=np.int64),
         )
-        reset = np.zeros((2 * nc, 2 * nc), dtype=np.bool_)
+        reset = np.zeros((m, m), dtype=np.bool_)
         for i in range(nc):
             reset[i, nc + i] = reset[nc + i, i] = True
-        self.system = EssSystem(robot_f, robot_h, robot_Dh, n=nq + nv, m=2 * nc, reset=reset, ctx=ctx,
-                                name=f"{model.name}-ess")
-        self._eps = np.concatenate([np.full(nc, eps), eps * (stiff if liftoff == "force" else np.ones(nc))])
-        self._stats = np.zeros(K.N_STATS, dtype=np.int64)
-        self._hstep = np.array([min(1e-3, h_max), 1e-4])
-        self._violation = 0 if on_violation == "raise" else 1
+        self.system = EssSystem(robot_f, robot_h, robot_Dh, n=n, m=m, reset=reset, ctx=ctx,
+                                name=f"{model.name}-ess", wprep=robot_wprep, wsolve=robot_wsolve)
+        self._F = np.zeros(F_EPS + 2 * m + n)
+        self._F[[F_RTOL, F_ATOL, F_HMAX, F_LIVE]] = rtol, atol, h_max, 1e-12
+        self._F[F_EPS:F_EPS + m] = np.concatenate([np.full(nc, eps), eps * (stiff if liftoff == "force" else np.ones(nc))])
+        self._I = np.zeros(I_STATS + K.N_STATS, dtype=np.int64)
+        self._I[[I_VIOL, I_MAXEV, I_METHOD]] = 0 if on_violation == "raise" else 1, max_events, K.METHODS[method]
+        self._B = np.zeros((3 + m, m), dtype=np.bool_)
+        self._B[3:] = reset
+        self._eps = self._F[F_EPS:F_EPS + m]
+        self._stats = self._I[I_STATS:]
+        self.x = self._F[F_EPS + 2 * m:]  # a view: the plant updates it in place
+        self._n_out = n + 2 * nc + nu
         self._empty = np.zeros(0)
-        self._empty2 = np.zeros((0, nq + nv))
-        self._eval_pos = np.zeros(1, dtype=np.int64)
-        self.x = np.zeros(nq + nv)
-        self.t = 0.0
-        self.guards: GuardState | None = None
+        self._empty2 = np.zeros((0, n))
+        self._ready = False
+        # guard bookkeeping, as views of the plant's arrays
+        self.guards = GuardState(self._F[F_EPS + m:F_EPS + 2 * m], self._B[0], self._B[1], self._B[2])
+
+    @property
+    def t(self) -> float:
+        """Simulated time, s."""
+        return float(self._F[F_T])
+
+    @t.setter
+    def t(self, value: float) -> None:
+        self._F[F_T] = value
 
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
@@ -304,19 +520,16 @@ class EssPlant:
         nc = m.nc
         hx = np.empty(2 * nc)
         robot_h(self.x, self._p, self.system.ctx, hx)
-        sigma = np.empty(2 * nc)
-        armed = np.zeros(2 * nc, np.bool_)
-        pending = np.zeros(2 * nc, np.bool_)
+        g = self.guards
+        g.armed[:] = g.pending[:] = g.parked[:] = False
         for i in range(nc):
             stance = hx[i] >= 0  # gap closed
-            sigma[i], sigma[nc + i] = (1.0, -1.0) if stance else (-1.0, 1.0)
-            if stance:
-                armed[nc + i], pending[nc + i] = (hx[nc + i] < -self._eps[nc + i]), (hx[nc + i] >= -self._eps[nc + i])
-            else:
-                armed[i], pending[i] = (hx[i] < -self._eps[i]), (hx[i] >= -self._eps[i])
-        self.guards = GuardState(sigma, armed, pending, np.zeros(2 * nc, np.bool_))
+            g.sigma[i], g.sigma[nc + i] = (1.0, -1.0) if stance else (-1.0, 1.0)
+            k = nc + i if stance else i  # the guard that can be crossed next
+            g.armed[k], g.pending[k] = hx[k] < -self._eps[k], hx[k] >= -self._eps[k]
         self._p[self._cmd:] = 0.0
-        self._hstep[:] = (min(1e-3, self.options["h_max"]), 1e-4)
+        self._F[F_HSTEP:F_HSTEP + 2] = (min(1e-3, self.options["h_max"]), 1e-4)
+        self._ready = True
         return self.state()
 
     def set_command(self, command: JointCommand) -> None:
@@ -324,11 +537,38 @@ class EssPlant:
         self._p[self._cmd:] = pack_command(command, self.model)
 
     def step(self, command: JointCommand | None, dt: float) -> PlantState:
-        """Advance dt seconds holding `command` (None keeps the previous one); returns the state."""
-        if command is not None:
-            self.set_command(command)
-        self.advance(self.t + dt)
-        return self.state()
+        """Advance dt seconds holding `command` (None keeps the previous one); returns the state.
+
+        One compiled call per tick (command check, integration, outputs); a command that fails
+        the fast check goes through `pack_command`, whose ValueError names the bad field.
+        """
+        if command is None:
+            packed = self._empty
+        else:
+            try:
+                packed = np.concatenate((command.tau_ff, command.q_des, command.v_des, command.kp, command.kd))
+            except (ValueError, TypeError):
+                packed = None
+            if packed is None or packed.dtype != np.float64 or packed.ndim != 1:
+                packed = pack_command(command, self.model)
+        if not self._ready:
+            raise RuntimeError(f"{self.model.name}: call reset() before step()")
+        t0 = self._F[F_T]
+        t_end = t0 + dt
+        if not t_end >= t0:
+            raise ValueError(f"{self.model.name}: dt must be >= 0 (t={t0}, requested {t_end})")
+        out = np.empty(self._n_out)
+        contact = np.empty(self.model.nc, np.bool_)
+        status = step_robot(self.system.ctx, self._p, self._F, self._I, self._B, packed, t_end, out, contact)
+        if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
+            packed = pack_command(command, self.model)
+            status = step_robot(self.system.ctx, self._p, self._F, self._I, self._B, packed, t_end, out, contact)
+        if status != K.OK:
+            self._raise(status)
+        m = self.model
+        n, nc = m.nq + m.nv, m.nc
+        return PlantState(float(self._F[F_T]), out[:m.nq], out[m.nq:n], contact,
+                          out[n:n + 2 * nc].reshape(nc, 2), out[n + 2 * nc:])
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
@@ -336,28 +576,18 @@ class EssPlant:
         With t_eval (ascending absolute times in (t, t_end]) the states x = (q, v) at those
         times are returned, len(t_eval) x (nq + nv), from the integrator's dense output.
         """
-        if self.guards is None:
+        if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         if not t_end >= self.t:
             raise ValueError(f"{self.model.name}: dt must be >= 0 (t={self.t}, requested {t_end})")
-        g = self.guards
-        o = self.options
         if t_eval is None:
             te, xe = self._empty, self._empty2
         else:
             te = np.ascontiguousarray(t_eval, dtype=np.float64)
             xe = np.full((te.size, self.system.n), np.nan)
-        self._eval_pos[0] = 0
-        t, status, guard = run_robot(
-            self.system.ctx, self.x, self.t, float(t_end), self._p,
-            g.sigma, g.armed, g.pending, g.parked, self.system.reset, self._eps,
-            o["rtol"], o["atol"], self._hstep, o["h_max"], 1e-12, self._violation, o["max_events"],
-            self._max_steps(t_end - self.t), te, xe, self._eval_pos, self._stats)
-        self.t = t
-        if status == K.LIVENESS:
-            raise LivenessError(guard, t, self.x)
+        status = integrate_robot(self.system.ctx, self._p, self._F, self._I, self._B, float(t_end), te, xe)
         if status != K.OK:
-            raise EssIntegrationError(f"{self.model.name}: {K.STATUS_TEXT[status]} at t={t:.6g}")
+            self._raise(status)
         return None if t_eval is None else xe
 
     def rollout(self, commands: list[JointCommand], period: float) -> np.ndarray:
@@ -367,23 +597,23 @@ class EssPlant:
         offline use and benchmarks. Returns the states x = (q, v) after each tick,
         len(commands) x (nq + nv); the plant ends at the last state.
         """
-        if self.guards is None:
+        if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before rollout()")
         if not (np.isfinite(period) and period > 0):
             raise ValueError(f"{self.model.name}: period must be finite and > 0, got {period}")
-        packed = np.stack([pack_command(c, self.model) for c in commands]) if commands else np.zeros((0, 0))
+        nu = self.model.nu
+        packed = np.stack([pack_command(c, self.model) for c in commands]) if commands else np.zeros((0, 5 * nu))
         out = np.empty((len(commands), self.system.n))
-        g, o = self.guards, self.options
-        t, status, guard, done = rollout_robot(
-            self.system.ctx, self.x, self.t, float(period), packed, self._p, self._cmd, g.sigma, g.armed, g.pending,
-            g.parked, self.system.reset, self._eps, o["rtol"], o["atol"], self._hstep, o["h_max"], 1e-12,
-            self._violation, o["max_events"], self._max_steps(period), out, self._stats)
-        self.t = t
-        if status == K.LIVENESS:
-            raise LivenessError(guard, t, self.x)
+        status = rollout_robot(self.system.ctx, self._p, self._F, self._I, self._B, packed, float(period), out)
         if status != K.OK:
-            raise EssIntegrationError(f"{self.model.name}: {K.STATUS_TEXT[status]} at t={t:.6g} (tick {done})")
+            self._raise(status, f" (tick {self._I[I_TICKS]})")
         return out
+
+    def _raise(self, status: int, where: str = "") -> None:
+        t = self.t
+        if status == K.LIVENESS:
+            raise LivenessError(int(self._I[I_GUARD]), t, self.x)
+        raise EssIntegrationError(f"{self.model.name}: {K.STATUS_TEXT[status]} at t={t:.6g}{where}")
 
     def state(self) -> PlantState:
         """The current PlantState (fresh arrays; the plant keeps its own)."""
@@ -391,10 +621,6 @@ class EssPlant:
         force, tau, contact = np.empty((m.nc, 2)), np.empty(m.nu), np.empty(m.nc, np.bool_)
         fill_outputs(self.x, self.guards.sigma, self._p, self.system.ctx, force, tau, contact)
         return PlantState(self.t, self.x[:m.nq].copy(), self.x[m.nq:].copy(), contact, force, tau)
-
-    def _max_steps(self, span: float) -> int:
-        """Step budget of one kernel call: 1000 attempts per largest step, at least 10,000."""
-        return int(min(1e9, max(1e4, 1000.0 * span / self.options["h_max"])))
 
     @property
     def stats(self) -> dict:
