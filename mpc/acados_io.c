@@ -46,3 +46,16 @@ void legmpc_stats(ocp_nlp_config *c, ocp_nlp_solver *s, int qp_row, double *out)
     }
     out[6] = qp;
 }
+
+/* One real-time-iteration phase in one call: optionally fix x0 (NULL: keep), set rti_phase
+ * (1 preparation, 2 feedback), solve, and fill `stats` as legmpc_stats does. Returns the
+ * acados status. */
+int legmpc_rti_phase(ocp_nlp_config *c, ocp_nlp_dims *d, void *opts, ocp_nlp_solver *s,
+                     ocp_nlp_in *in, ocp_nlp_out *out, int phase, double *x0, int qp_row, double *stats)
+{
+    if (x0) legmpc_set_x0(c, d, in, x0);
+    ocp_nlp_solver_opts_set(c, opts, "rti_phase", &phase);
+    int status = ocp_nlp_solve(s, in, out);
+    legmpc_stats(c, s, qp_row, stats);
+    return status;
+}

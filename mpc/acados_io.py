@@ -40,6 +40,8 @@ def _library() -> ctypes.CDLL:
         lib.legmpc_get_xu.argtypes = lib.legmpc_set_xu.argtypes = [vp, vp, vp, i, i, i, vp, vp]
         lib.legmpc_set_x0.argtypes = [vp, vp, vp, vp]
         lib.legmpc_stats.argtypes = [vp, vp, i, vp]
+        lib.legmpc_rti_phase.argtypes = [vp, vp, vp, vp, vp, vp, i, vp, i, vp]
+        lib.legmpc_rti_phase.restype = i
         _LIB["lib"] = lib
     return _LIB["lib"]
 
@@ -75,6 +77,18 @@ class HorizonIO:
         """Fix stage 0's state to x0 (nx)."""
         x0 = np.ascontiguousarray(x0, dtype=np.float64)
         self.lib.legmpc_set_x0(self.solver.nlp_config, self.solver.nlp_dims, self.solver.nlp_in, x0.ctypes.data)
+
+    def rti_phase(self, phase: int, x0: np.ndarray | None = None) -> tuple[int, dict]:
+        """Run one SQP-RTI phase (1 preparation, 2 feedback) at x0 (None: keep stage 0's bounds);
+        returns (acados status, stats of that call) in one C call."""
+        sv = self.solver
+        x0_ptr = None
+        if x0 is not None:
+            x0 = np.ascontiguousarray(x0, dtype=np.float64)
+            x0_ptr = x0.ctypes.data
+        status = self.lib.legmpc_rti_phase(sv.nlp_config, sv.nlp_dims, sv.nlp_opts, sv.nlp_solver, sv.nlp_in,
+                                           sv.nlp_out, phase, x0_ptr, self._qp_row, self._stats.ctypes.data)
+        return status, dict(zip(STAT_NAMES, self._stats.tolist()))
 
     def stats(self) -> dict:
         """Times (s), SQP iterations and total QP iterations of the last solver call."""

@@ -163,12 +163,7 @@ class RtiSolver:
         self.io.set(xs2, us2)
 
     def _phase(self, phase: int, x0: np.ndarray | None = None) -> int:
-        s = self.solver
-        if x0 is not None:
-            self.io.set_x0(x0)
-        s.options_set("rti_phase", phase)
-        status = s.solve()
-        st = self.io.stats()
+        status, st = self.io.rti_phase(phase, x0)
         for key in self.TIMES:
             self._acc[key] += st[key]
         self._iters["sqp_iter"] += int(st["sqp_iter"])
