@@ -121,12 +121,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
     fn, _ = BENCHMARKS[args.name]
     result = fn(args)
-    if args.json:
+    _print_result(result, args.json)
+    return 0
+
+
+def _print_result(result: dict, as_json: bool) -> None:
+    """A bench or plan result: one JSON line, or one aligned `key value` line per field."""
+    if as_json:
         print(json.dumps(result))
     else:
         for key, value in result.items():
             print(f"{key:24s} {value}")
-    return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -135,11 +140,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     overrides = {} if args.max_homotopy is None else {"max_homotopy": args.max_homotopy}
     result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, **overrides)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:24s} {value}")
+    _print_result(result, args.json)
     return 0
 
 
