@@ -57,8 +57,20 @@ def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progres
     else:
         summary = _run_hopper(folder, say, option_overrides, replay=replay)
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
+    summary = _json_ready(summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _json_ready(value):
+    """Replace non-finite floats (nan, inf) by None so that the summary is strict JSON."""
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
 
 
 def _common(plan: Plan) -> dict:
