@@ -89,8 +89,20 @@ def test_bad_inputs_name_the_field():
         particle_system(a_n=0.0)
     with pytest.raises(ValueError, match="s_max"):
         PlannerOptions(s_max=0.5)
+    with pytest.raises(ValueError, match="first_nlp_max_iter"):
+        PlannerOptions(first_nlp_max_iter=0)
+    with pytest.raises(ValueError, match="init"):
+        PlannerOptions(init="spline")
     with pytest.raises(ValueError, match="unknown plan scenario"):
         run_scenario("no-such-plan")
+
+
+def test_summary_is_strict_json():
+    from mpc.planning.scenarios import _json_ready
+
+    out = _json_ready({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": 2}})
+    assert out == {"a": None, "b": [1.0, None], "c": {"d": 2}}
+    json.dumps(out, allow_nan=False)
 
 
 def test_count_touchdowns():

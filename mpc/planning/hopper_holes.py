@@ -98,13 +98,17 @@ def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None =
         system=system, q0=np.asarray(task.q0, dtype=float), v0=np.zeros(4), horizon=task.horizon,
         n_intervals=task.n_intervals, u_lb=-task.u_max * np.ones(2), u_ub=task.u_max * np.ones(2),
         q_lb=q_lb, q_ub=q_ub, path=path, path_lb=path_lb, path_ub=path_ub, path_names=names,
-        terminal=cls.q - ca.DM(target), name="hopper_holes",
+        terminal=cls.q - ca.DM(target), q_end_guess=target, name="hopper_holes",
     )
 
 
 def hopper_options(**overrides) -> PlannerOptions:
-    """Section 6's discretization: FESD Radau IIA order 5 (n_s = 3), 3 finite elements per interval."""
-    base = dict(n_s=3, n_fe=3, sigma_0=1.0, homotopy_slope=0.1, comp_tol=1e-7, max_homotopy=12,
-                s_max=10.0, ipopt_max_iter=2000)
+    """Section 6's discretization: FESD Radau IIA order 5 (n_s = 3), 3 finite elements per interval.
+
+    IPOPT tolerance 1e-6 (as nosnoc's hopper examples); the first NLP (sigma = 1) is cut at 150
+    iterations (see PlannerOptions.first_nlp_max_iter).
+    """
+    base = dict(n_s=3, n_fe=3, sigma_0=1.0, homotopy_slope=0.1, comp_tol=1e-7, max_homotopy=8,
+                s_max=10.0, ipopt_max_iter=1000, ipopt_tol=1e-6, first_nlp_max_iter=150)
     base.update(overrides)
     return PlannerOptions(**base)

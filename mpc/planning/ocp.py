@@ -35,6 +35,9 @@ class PlannerOptions:
             A lower value (default 0.5) leaves the solution set unchanged and the NLP regular.
         gamma_h: finite element length may vary in [(1 - gamma_h) h0, (1 + gamma_h) h0].
         rho_h: weight of the step-equilibration penalty (FESD heuristic), 1/s^2.
+        step_equilibration: "delta" (h_k vs h_(k-1) in the same interval), "mean" (h_k vs h0)
+            or "relaxed" (delta, switched off where the complementarity indicator says a switch
+            happens: FESD's L2_RELAXED_SCALED).
         ipopt_max_iter: IPOPT iterations per NLP.
         ipopt_tol: IPOPT tolerance (None: comp_tol / 100, nosnoc's rule).
         linear_solver: IPOPT linear solver ("mumps" ships with casadi).
@@ -49,6 +52,14 @@ class PlannerOptions:
         clock_switch_sigma: while sigma is above this, impose only t(T~) = T (plus the penalty
             rho_sot sum (s_k - 1)^2), then every t_k = k T / N; None: stagewise from the start.
         rho_sot: weight of the speed-of-time penalty in the terminal-clock phase.
+        init: "x0" (the paper: y0 at every node, controls zero) or "interpolate" (positions on
+            the straight line from q0 to the OCP's q_end_guess, constant velocity, clock = tau;
+            still no contact information).
+        ipopt_extra: further IPOPT options as ((name, value), ...).
+        first_nlp_max_iter: stop the first NLP (sigma_0, the loosest relaxation) after this many
+            IPOPT iterations (None: ipopt_max_iter). Its solution only starts the homotopy, and on
+            the hopper and the particle it is by far the slowest NLP (hundreds of iterations
+            wandering with a huge dual infeasibility before any progress).
         mpcc: "scholtes" (products <= sigma, the paper's homotopy) or "elastic" (products <=
             s_e with s_e / sigma added to the cost: every relaxed NLP stays feasible).
         pss: "step" (the paper's Eq. 31-32: alpha in [0, 1] per switching function, theta as
@@ -66,6 +77,7 @@ class PlannerOptions:
     s_min: float = 0.5
     gamma_h: float = 1.0
     rho_h: float = 1.0
+    step_equilibration: str = "delta"
     ipopt_max_iter: int = 3000
     ipopt_tol: float | None = None
     linear_solver: str = "mumps"
@@ -73,6 +85,9 @@ class PlannerOptions:
     heartbeat_s: float = 15.0
     pss: str = "step"
     mpcc: str = "scholtes"
+    init: str = "x0"
+    ipopt_extra: tuple = ()
+    first_nlp_max_iter: int | None = None
     clock_switch_sigma: float | None = None
     rho_sot: float = 0.01
     rho_alpha: float = 0.0
@@ -92,8 +107,14 @@ class PlannerOptions:
             raise ValueError(f"gamma_h must be in [0, 1], got {self.gamma_h}")
         if self.mpcc not in ("scholtes", "elastic"):
             raise ValueError(f"mpcc must be 'scholtes' or 'elastic', got {self.mpcc!r}")
+        if self.step_equilibration not in ("delta", "mean", "relaxed"):
+            raise ValueError(f"step_equilibration must be 'delta', 'mean' or 'relaxed', got {self.step_equilibration!r}")
+        if self.init not in ("x0", "interpolate"):
+            raise ValueError(f"init must be 'x0' or 'interpolate', got {self.init!r}")
         if self.pss not in ("step", "stewart"):
             raise ValueError(f"pss must be 'step' or 'stewart', got {self.pss!r}")
+        if self.first_nlp_max_iter is not None and self.first_nlp_max_iter < 1:
+            raise ValueError(f"first_nlp_max_iter must be >= 1 or None, got {self.first_nlp_max_iter}")
         if self.max_homotopy < 1 or self.ipopt_max_iter < 1:
             raise ValueError("max_homotopy and ipopt_max_iter must be >= 1")
 
@@ -113,6 +134,7 @@ class TimeFreezingOcp:
         path_names: one label per row of `path`, for messages.
         terminal: SX equality constraints r(q, v) = 0 at the end.
         u_guess: initial guess of every control (nu); zero by default (trivial guess).
+        q_end_guess: where the straight-line initial guess ends (options.init == "interpolate").
         name: scenario name, used in messages and files.
     """
 
@@ -133,6 +155,7 @@ class TimeFreezingOcp:
     path_names: tuple[str, ...] = ()
     terminal: ca.SX = field(default_factory=lambda: ca.SX(0, 1))
     u_guess: np.ndarray | None = None
+    q_end_guess: np.ndarray | None = None
     name: str = "ocp"
 
     def __post_init__(self) -> None:
@@ -140,9 +163,13 @@ class TimeFreezingOcp:
         for fname, size in (("q0", nq), ("v0", nq), ("u_lb", nu), ("u_ub", nu)):
             object.__setattr__(self, fname, _vector(self.name, fname, getattr(self, fname), size))
         for fname, size, fill in (("q_lb", nq, -np.inf), ("q_ub", nq, np.inf), ("v_lb", nq, -np.inf),
-                                  ("v_ub", nq, np.inf), ("u_guess", nu, 0.0)):
+                                  ("v_ub", nq, np.inf), ("u_guess", nu, 0.0), ("q_end_guess", nq, np.nan)):
             value = getattr(self, fname)
-            arr = np.full(size, fill) if value is None else _vector(self.name, fname, value, size, allow_inf=True)
+            if value is None:
+                arr = np.full(size, fill)
+                arr.setflags(write=False)
+            else:
+                arr = _vector(self.name, fname, value, size, allow_inf=True)
             object.__setattr__(self, fname, arr)
         if not np.all(self.u_lb <= self.u_ub):
             raise ValueError(f"{self.name}: u_lb must be <= u_ub elementwise, got {self.u_lb} and {self.u_ub}")

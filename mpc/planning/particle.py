@@ -47,8 +47,13 @@ def particle_ocp(*, horizon: float = 2.0, n_intervals: int = 20, u_max: float = 
 
 
 def particle_options(**overrides) -> PlannerOptions:
-    """Example 5's discretization: Radau IIA order 3 (n_s = 2), 3 finite elements per interval."""
+    """Example 5's discretization: Radau IIA order 3 (n_s = 2), 3 finite elements per interval.
+
+    The first NLP (sigma = 1) is cut at 100 iterations: solved fully it takes 1000+ iterations
+    (70 s) and leads to a worse local optimum (cost 88.7 instead of 72.6).
+    """
     base = dict(n_s=2, n_fe=3, sigma_0=1.0, homotopy_slope=0.1, comp_tol=1e-9, max_homotopy=12,
-                s_max=25.0, heartbeat_s=0.0, path_at_every_stage=False)
+                s_max=25.0, heartbeat_s=0.0, path_at_every_stage=False, ipopt_max_iter=1000,
+                first_nlp_max_iter=100)
     base.update(overrides)
     return PlannerOptions(**base)

@@ -87,21 +87,25 @@ class Plan:
 
 
 def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(), *,
-               progress: Progress | None = None, on_iterate: Callable[[dict, np.ndarray], None] | None = None) -> Plan:
+               progress: Progress | None = None, on_iterate: Callable[[dict, np.ndarray], None] | None = None,
+               w_start: np.ndarray | None = None) -> Plan:
     """Solve a time-freezing OCP from a trivial guess (x0 everywhere, u = u_guess).
 
     Homotopy on the Scholtes relaxation sigma. While sigma > options.clock_switch_sigma only
     the terminal clock constraint t(T~) = T is imposed and (s_k - 1)^2 is penalised with
-    options.rho_sot (as nosnoc's MATLAB hopper example does throughout); from then on every
-    t_k = k T / N (Eq. 35f) holds and the penalty is off. Returns a `Plan`; `plan.converged`
-    says whether the last NLP succeeded with the stagewise clock and the complementarity
-    residual reached `options.comp_tol`. Progress lines go to `progress`; nothing to stdout.
-    `on_iterate(entry, w)` is called after every NLP (log entry, primal vector).
+    options.rho_sot; from then on every t_k = k T / N (Eq. 35f) holds and the penalty is off.
+    The first NLP (the loosest relaxation, whose solution is only a starting point) stops
+    after options.first_nlp_max_iter IPOPT iterations if that is set.
+    Returns a `Plan`; `plan.converged` says whether the last NLP succeeded with the stagewise
+    clock and the complementarity residual reached `options.comp_tol`. Progress lines go to
+    `progress`; nothing is printed to stdout. `on_iterate(entry, w)` is called after every NLP;
+    `w_start` replaces the initial guess by a primal vector of the same problem.
     """
     say = progress or (lambda msg: None)
     t_build = time.perf_counter()
+    need_callback = options.heartbeat_s > 0 or options.first_nlp_max_iter is not None
+    heartbeat = _Heartbeat(say, options.heartbeat_s) if need_callback else None
     model, nocp, opts = _nosnoc_description(ocp, options)
-    heartbeat = _Heartbeat(say, options.heartbeat_s) if options.heartbeat_s > 0 else None
     with _stdout_to_stderr():
         solver = _HomotopySolver(opts, model, nocp, ocp, options, heartbeat)
     prob = solver.problem
@@ -111,6 +115,13 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
 
     solver.initialize()
     w = prob.w0.copy()
+    if options.init == "interpolate":
+        _interpolate_guess(w, prob, ocp, options)
+    if w_start is not None:
+        w_start = np.asarray(w_start, dtype=float)
+        if w_start.shape != w.shape:
+            raise ValueError(f"w_start has shape {w_start.shape}, this problem has {w.shape[0]} variables")
+        w = w_start.copy()
     sigma = options.sigma_0
     log: list[dict] = []
     cpu = 0.0
@@ -121,16 +132,16 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
         stagewise = stagewise or options.clock_switch_sigma is None or sigma <= options.clock_switch_sigma
         label = f"NLP {k + 1} (sigma={sigma:.1e}, clock={'stagewise' if stagewise else 'terminal'})"
         if heartbeat is not None:
-            heartbeat.start(label)
+            heartbeat.start(label, limit=options.first_nlp_max_iter if k == 0 else None)
         t0 = time.perf_counter()
         with _stdout_to_stderr():
             w, stats, obj = solver.solve(w, sigma, stagewise=stagewise)
         dt = time.perf_counter() - t0
         cpu += dt
         status = stats["return_status"]
-        comp = solver.complementarity(w)
-        entry = {"sigma": sigma, "stagewise_clock": stagewise, "status": status, "iters": int(stats["iter_count"]),
-                 "cpu_s": dt, "complementarity": comp, "objective": obj}
+        comp = solver.complementarity(w, sigma)
+        entry = {"sigma": sigma, "stagewise_clock": stagewise, "status": status,
+                 "iters": int(stats["iter_count"]), "cpu_s": dt, "complementarity": comp, "objective": obj}
         log.append(entry)
         if on_iterate is not None:
             on_iterate(entry, w)
@@ -155,6 +166,24 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
     plan.build_s = build_s
     plan.homotopy = log
     return plan
+
+
+def _interpolate_guess(w: np.ndarray, prob, ocp: TimeFreezingOcp, options: PlannerOptions) -> None:
+    """Straight-line guess from q0 to ocp.q_end_guess at constant velocity, clock = tau (in place)."""
+    if np.isnan(ocp.q_end_guess).any():
+        raise ValueError(f"{ocp.name}: init='interpolate' needs q_end_guess in the OCP; pass it or use init='x0'")
+    nq = ocp.system.cls.nq
+    q0, q1 = np.asarray(ocp.q0), np.asarray(ocp.q_end_guess)
+    vel = (q1 - q0) / ocp.horizon
+    c_pts = np.asarray(prob.opts.irk_time_points, dtype=float)
+    for k in range(ocp.n_intervals):
+        for j in range(options.n_fe):
+            for r in range(options.n_s):
+                frac = (k + (j + c_pts[r]) / options.n_fe) / ocp.n_intervals
+                idx = np.asarray(prob.ind_x[k][j][r], dtype=int)
+                w[idx[:nq]] = q0 + frac * (q1 - q0)
+                w[idx[nq:2 * nq]] = vel
+                w[idx[ocp.system.index_t]] = frac * ocp.horizon
 
 
 def _next_sigma(sigma: float, options: PlannerOptions) -> float:
@@ -196,6 +225,7 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
         ip[key] = tol
     ip["acceptable_tol"] = max(tol, 1e-6)
     ip["acceptable_iter"] = 5
+    ip.update(dict(options.ipopt_extra))
     opts.terminal_time = float(ocp.horizon)
     opts.N_stages = int(ocp.n_intervals)
     opts.N_finite_elements = int(options.n_fe)
@@ -207,7 +237,11 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     opts.cross_comp_mode = nosnoc.CrossComplementarityMode.SUM_LAMBDAS_COMPLEMENT_WITH_EVERY_THETA
     opts.mpcc_mode = nosnoc.MpccMode.ELASTIC_INEQ if options.mpcc == "elastic" else nosnoc.MpccMode.SCHOLTES_INEQ
     opts.s_elastic_max = 10.0
-    opts.step_equilibration = nosnoc.StepEquilibrationMode.HEURISTIC_DELTA
+    opts.step_equilibration = {
+        "delta": nosnoc.StepEquilibrationMode.HEURISTIC_DELTA,
+        "mean": nosnoc.StepEquilibrationMode.HEURISTIC_MEAN,
+        "relaxed": nosnoc.StepEquilibrationMode.L2_RELAXED_SCALED,
+    }[options.step_equilibration]
     opts.rho_h = float(options.rho_h)
     opts.gamma_h = float(options.gamma_h)
     opts.comp_tol = float(options.comp_tol)
@@ -296,9 +330,10 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
         if heartbeat is not None:
             heartbeat.bind_sizes(self.n_w, self.n_g, p.numel())
             nlp_opts["iteration_callback"] = heartbeat
-        self.solver = ca.nlpsol(model.name, "ipopt", {"f": cost, "x": prob.w, "g": g, "p": p}, nlp_opts)
+        nlp = {"f": cost, "x": prob.w, "g": g, "p": p}
+        self.solver = ca.nlpsol(model.name, "ipopt", nlp, nlp_opts)
 
-    def solve(self, w0: np.ndarray, sigma: float, *, stagewise: bool):
+    def solve(self, w0: np.ndarray, sigma: float, *, stagewise: bool, lbx=None, ubx=None):
         """One NLP of the homotopy: returns (w, IPOPT stats, objective)."""
         prob = self.problem
         self.setup_p_val(sigma, min(sigma ** 1.5, sigma))
@@ -309,26 +344,29 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
         else:
             lb_clock[-1] = ub_clock[-1] = 0.0  # t(T~) = T
         p = np.append(self.p_val, 0.0 if stagewise else self.rho_sot)
-        sol = self.solver(x0=w0, lbg=np.concatenate([prob.lbg, lb_clock]), ubg=np.concatenate([prob.ubg, ub_clock]),
-                          lbx=prob.lbw, ubx=prob.ubw, p=p)
+        args = dict(x0=w0, lbg=np.concatenate([prob.lbg, lb_clock]), ubg=np.concatenate([prob.ubg, ub_clock]),
+                    lbx=prob.lbw if lbx is None else lbx, ubx=prob.ubw if ubx is None else ubx, p=p)
+        sol = self.solver(**args)
         return sol["x"].full().ravel(), self.solver.stats(), float(sol["f"])
 
-    def complementarity(self, w: np.ndarray) -> float:
-        """Max cross-complementarity product at w (nosnoc's measure)."""
+    def complementarity(self, w: np.ndarray, sigma: float) -> float:
+        """Max cross-complementarity product at w (nosnoc's measure) for the relaxation sigma."""
+        self.setup_p_val(sigma, min(sigma ** 1.5, sigma))
         return float(self.problem.comp_res(w, self.p_val))
 
 
 class _Heartbeat(ca.Callback):
-    """IPOPT iteration callback that reports progress at most every `every_s` seconds."""
+    """IPOPT iteration callback: reports progress at most every `every_s` seconds (never if 0)
+    and stops IPOPT (status User_Requested_Stop) after `limit` iterations if one is set."""
 
     def __init__(self, say: Progress, every_s: float) -> None:
         ca.Callback.__init__(self)
         self._say, self._every = say, every_s
-        self._label, self._count, self._t0, self._last = "", 0, 0.0, 0.0
+        self._label, self._count, self._t0, self._last, self._limit = "", 0, 0.0, 0.0, None
         self._sizes: dict[str, int] = {}
 
-    def start(self, label: str) -> None:
-        self._label, self._count = label, 0
+    def start(self, label: str, limit: int | None = None) -> None:
+        self._label, self._count, self._limit = label, 0, limit
         self._t0 = self._last = time.perf_counter()
 
     def bind_sizes(self, nx: int, ng: int, np_: int) -> None:
@@ -357,11 +395,11 @@ class _Heartbeat(ca.Callback):
     def eval(self, arg):
         self._count += 1
         now = time.perf_counter()
-        if now - self._last >= self._every:
+        if self._every > 0 and now - self._last >= self._every:
             self._last = now
             self._say(f"[plan]   {self._label}: IPOPT iteration {self._count}, objective {float(arg[1]):.4g}, "
                       f"{now - self._t0:.0f} s")
-        return [0]
+        return [1 if self._limit is not None and self._count >= self._limit else 0]
 
 
 @contextlib.contextmanager
