@@ -50,7 +50,8 @@ def particle_options(**overrides) -> PlannerOptions:
     """Example 5's discretization: Radau IIA order 3 (n_s = 2), 3 finite elements per interval.
 
     The first NLP (sigma = 1) is cut at 100 iterations: solved fully it takes 1000+ iterations
-    (70 s) and leads to a worse local optimum (cost 88.7 instead of 72.6).
+    (70 s, Restoration_Failed) and the homotopy ends at the same optimum (cost 88.65).
+    The cut NLP is sensitive: rho_h = 0.99999 instead of 1 lands on another optimum (72.6).
     """
     base = dict(n_s=2, n_fe=3, sigma_0=1.0, homotopy_slope=0.1, comp_tol=1e-9, max_homotopy=12,
                 s_max=25.0, heartbeat_s=0.0, path_at_every_stage=False, ipopt_max_iter=1000,
