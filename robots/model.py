@@ -16,6 +16,7 @@ Conventions (planar robots)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 import casadi as ca
@@ -127,12 +128,12 @@ class RobotModel:
             arr.setflags(write=False)
             object.__setattr__(self, fname, arr)
 
-    @property
+    @cached_property  # numel() is a SWIG call (~1 us); hot loops read the sizes every tick
     def nq(self) -> int:
         """Number of generalized coordinates."""
         return self.q.numel()
 
-    @property
+    @cached_property
     def nv(self) -> int:
         """Number of generalized velocities."""
         return self.v.numel()

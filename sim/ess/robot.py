@@ -58,19 +58,25 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
 
 
 @njit(cache=True, fastmath=FAST)
-def _solve_spd(M, b, L, out, n):
-    """Solve M out = b for symmetric positive definite M (n x n) by Cholesky, in place in L."""
+def _cholesky(M, L, n):
+    """Cholesky factor of the symmetric positive definite M (n x n) into L (lower triangle; the
+    diagonal holds reciprocals, so the solves below need no divisions)."""
     for j in range(n):
         s = M[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
         d = 1.0 / np.sqrt(s)
-        L[j, j] = d  # the diagonal holds reciprocals (no divisions below)
+        L[j, j] = d
         for i in range(j + 1, n):
             s = M[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s * d
+
+
+@njit(cache=True, fastmath=FAST)
+def _cholesky_solve(L, b, out, n):
+    """Solve M out = b with the factor of `_cholesky`."""
     for i in range(n):
         s = b[i]
         for k in range(i):
@@ -81,6 +87,36 @@ def _solve_spd(M, b, L, out, n):
         for k in range(i + 1, n):
             s -= L[k, i] * out[k]
         out[i] = s * L[i, i]
+
+
+@njit(cache=True)
+def _memo_hit(x, xb):
+    """True if the `ess_terms` buffer was filled at exactly this x (xb = that x, then a valid flag)."""
+    n = x.shape[0]
+    if xb[n] == 0.0:
+        return False
+    for i in range(n):
+        if x[i] != xb[i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _terms_at(x, ctx, nv):
+    """Fill the `ess_terms` buffer (M, h, phi, Jn, Jt) at x and factor M, unless it already holds x.
+
+    The integrator asks for f and h at the same point several times per step (f at the step's
+    end is the next step's first stage; h follows f at the same point; each tick starts where
+    the last ended): the memo removes those repeated C calls and factorisations."""
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
+    if _memo_hit(x, xb):
+        return
+    n = x.shape[0]
+    call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
+    _cholesky(bt[:nv * nv].reshape((nv, nv)), L, nv)
+    for i in range(n):
+        xb[i] = x[i]
+    xb[n] = 1.0
 
 
 @njit(cache=True, fastmath=FAST)
@@ -118,9 +154,9 @@ def _stance_force(x, p, bt, i, nq, nv, nc):
 @njit(cache=True)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
     """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x."""
-    addr, bt, bc, bg, gen, L, W, piv = ctx
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
-    call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
+    _terms_at(x, ctx, nv)
     for i in range(nc):
         contact[i] = sigma[i] > 0.0 and sigma[nc + i] < 0.0
         force[i, 0], force[i, 1] = _stance_force(x, p, bt, i, nq, nv, nc) if contact[i] else (0.0, 0.0)
@@ -131,9 +167,9 @@ def fill_outputs(x, sigma, p, ctx, force, tau, contact):
 @njit(cache=True, fastmath=FAST)
 def robot_f(t, x, sigma, p, ctx, out):
     """dx/dt = (v, M^-1 (B tau + sum Jn^T fn + Jt^T ft - h)) for the current contact modes."""
-    addr, bt, bc, bg, gen, L, W, piv = ctx
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
-    call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
+    _terms_at(x, ctx, nv)
     o_h = nv * nv
     o_jn = o_h + nv + nc
     o_jt = o_jn + nc * nv
@@ -149,23 +185,27 @@ def robot_f(t, x, sigma, p, ctx, out):
                 gen[k] += bt[o_jn + i * nv + k] * fn + bt[o_jt + i * nv + k] * ft
     for i in range(nq):
         out[i] = x[nq + i]
-    _solve_spd(bt[:o_h].reshape((nv, nv)), gen, L, out[nq:], nv)
+    _cholesky_solve(L, gen, out[nq:], nv)
 
 
 @njit(cache=True)
 def robot_h(x, p, ctx, out):
     """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
-    addr, bt, bc, bg, gen, L, W, piv = ctx
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
     nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
-    call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
+    if _memo_hit(x, xb):  # phi and Jn are in the terms buffer already (h follows f at one point)
+        buf, o = bt, nv * nv + nv
+    else:
+        call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
+        buf, o = bc, 0
     force_liftoff = p[5] > 0.0
     for i in range(nc):
-        phi = bc[i]
+        phi = buf[o + i]
         out[i] = -phi
         if force_liftoff:
             vn = 0.0
             for k in range(nv):
-                vn += bc[nc + i * nv + k] * x[nq + k]
+                vn += buf[o + nc + i * nv + k] * x[nq + k]
             out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn
         else:
             out[nc + i] = phi
@@ -174,7 +214,7 @@ def robot_h(x, p, ctx, out):
 @njit(cache=True)
 def robot_Dh(x, p, ctx, out):
     """Jacobian (2nc x (nq + nv)) of `robot_h`."""
-    addr, bt, bc, bg, gen, L, W, piv = ctx
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
     nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
     call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
     force_liftoff = p[5] > 0.0
@@ -200,10 +240,33 @@ def robot_wprep(t, x, sigma, p, ctx):
     K = -dF/dq and D = -dF/dv of the generalised force F from the joint impedance (unless
     saturated) and the stance contacts (spring-damper normal force, tanh friction), with the
     Jacobians' own derivatives, gravity and Coriolis left out (a W-method keeps order 2 for any W).
-    Stores M, K, D in W[0:3]; reads the `ess_terms` buffer that robot_f has just filled at x.
+    Stores M, K, D in W[0:3]; reads the `ess_terms` buffer at x (memoised: robot_f has just
+    filled it at x). Memoised too: W is kept when x and the contact modes are those of the last
+    call (a tick starts where the last one ended), even if the command's gains changed since,
+    which a W-method allows (order 2 for any W; a stale W only costs step size).
     """
-    addr, bt, bc, bg, gen, L, W, piv = ctx
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
+    n, m = x.shape[0], sigma.shape[0]
+    o = n + 1  # xb[o:o+n] = x of the last W, then sigma (m), then a valid flag
+    if xb[o + n + m] != 0.0:
+        same = True
+        for i in range(n):
+            if x[i] != xb[o + i]:
+                same = False
+                break
+        for k in range(m):
+            if sigma[k] != xb[o + n + k]:
+                same = False
+                break
+        if same:
+            return
+    for i in range(n):
+        xb[o + i] = x[i]
+    for k in range(m):
+        xb[o + n + k] = sigma[k]
+    xb[o + n + m] = 1.0
+    _terms_at(x, ctx, nv)
     Mx, Kx, Dx = W[0], W[1], W[2]
     for i in range(nv):
         for j in range(nv):
@@ -303,7 +366,7 @@ def _lu_solve(A, piv, b, n):
 def robot_wsolve(g, refactor, p, ctx, rhs, out):
     """out = (I - g W)^-1 rhs for the W of `robot_wprep`: with (r_q, r_v) = rhs,
     (M + g D + g^2 K) out_v = M r_v - g K r_q and out_q = r_q + g out_v (one nv x nv LU)."""
-    addr, bt, bc, bg, gen, L, W, piv = ctx
+    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
     nq, nv = int(p[0]), int(p[1])
     Mx, Kx, Dx, A = W[0], W[1], W[2], W[3]
     if refactor:
@@ -475,6 +538,7 @@ class EssPlant:
             np.array([lib[n].address for n in ("ess_terms", "ess_contact", "ess_dJnv")], dtype=np.int64),
             np.empty(lib["ess_terms"].n_out), np.empty(lib["ess_contact"].n_out), np.empty(lib["ess_dJnv"].n_out),
             np.empty(nv), np.zeros((nv, nv)), np.zeros((4, nv, nv)), np.zeros(nv, dtype=np.int64),
+            np.zeros(2 * n + m + 2),  # memos: x of the terms buffer + flag; x, sigma of W + flag
         )
         reset = np.zeros((m, m), dtype=np.bool_)
         for i in range(nc):
@@ -492,6 +556,9 @@ class EssPlant:
         self._stats = self._I[I_STATS:]
         self.x = self._F[F_EPS + 2 * m:]  # a view: the plant updates it in place
         self._n_out = n + 2 * nc + nu
+        # step()'s per-tick constants: the compiled call's fixed arguments and the output layout
+        self._out_layout = (slice(0, nq), slice(nq, n), slice(n, n + 2 * nc), slice(n + 2 * nc, n + 2 * nc + nu),
+                            (nc, 2), nc)
         self._empty = np.zeros(0)
         self._empty2 = np.zeros((0, n))
         self._ready = False
@@ -553,22 +620,22 @@ class EssPlant:
                 packed = pack_command(command, self.model)
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
-        t0 = self._F[F_T]
+        F = self._F
+        t0 = F[F_T]
         t_end = t0 + dt
         if not t_end >= t0:
             raise ValueError(f"{self.model.name}: dt must be >= 0 (t={t0}, requested {t_end})")
+        sq, sv, sf, st, fshape, nc = self._out_layout
         out = np.empty(self._n_out)
-        contact = np.empty(self.model.nc, np.bool_)
-        status = step_robot(self.system.ctx, self._p, self._F, self._I, self._B, packed, t_end, out, contact)
+        contact = np.empty(nc, np.bool_)
+        ctx = self.system.ctx
+        status = step_robot(ctx, self._p, F, self._I, self._B, packed, t_end, out, contact)
         if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
             packed = pack_command(command, self.model)
-            status = step_robot(self.system.ctx, self._p, self._F, self._I, self._B, packed, t_end, out, contact)
+            status = step_robot(ctx, self._p, F, self._I, self._B, packed, t_end, out, contact)
         if status != K.OK:
             self._raise(status)
-        m = self.model
-        n, nc = m.nq + m.nv, m.nc
-        return PlantState(float(self._F[F_T]), out[:m.nq], out[m.nq:n], contact,
-                          out[n:n + 2 * nc].reshape(nc, 2), out[n + 2 * nc:])
+        return PlantState(F.item(F_T), out[sq], out[sv], contact, out[sf].reshape(fshape), out[st])
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
