@@ -139,6 +139,7 @@ class RtiSolver:
         self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu, rti=options.nlp_solver == "SQP_RTI")
         self._acc = dict.fromkeys(self.TIMES, 0.0)
         self._iters = {"sqp_iter": 0, "qp_iter": 0}
+        self._shifted = (np.zeros((self.n + 1, self.nx)), np.zeros((self.n, problem.nu)))  # shift()'s buffers
 
     def initialize(self, x0: np.ndarray, tau0: float) -> None:
         """Set the whole horizon's guess to the reference from gait time tau0 (state x0 at stage 0)."""
@@ -155,10 +156,8 @@ class RtiSolver:
         the current iterate if the caller already has it (else it is read)."""
         if xs is None or us is None:
             xs, us = self.io.get()
-        xs2 = np.empty_like(xs)
-        us2 = np.empty_like(us)
-        xs2[:-1], us2[:-1], us2[-1] = xs[1:], us[1:], us[-1]
-        xs2[-1] = xs[-1]
+        xs2, us2 = self._shifted
+        xs2[:-1], xs2[-1], us2[:-1], us2[-1] = xs[1:], xs[-1], us[1:], us[-1]
         xs2[-1, -1] += self.problem.options.dt
         self.io.set(xs2, us2)
 
