@@ -97,10 +97,16 @@ def _planning_spread(t: np.ndarray, td: np.ndarray, t_from: float) -> dict | Non
 
 
 def touchdown_replanning(folder: Path, scenario) -> dict | None:
-    """Evidence that touchdowns are planned, not scheduled: for the first touchdown planned
-    after the mid-run push, and for the one planned a gait-cycle before it, how much its
-    planned time (plant time, s) moved while the MPC re-planned it tick by tick. None without a
-    push or a logged plan. A fixed schedule gives a spread of 0."""
+    """Evidence that touchdowns are planned, not scheduled, around the mid-run push:
+
+    - `after_push` / `before_push`: for the first touchdown planned after the push (and after
+      push - 1 s), how much its planned time (plant time, s) moved while the MPC re-planned it
+      tick by tick (`_planning_spread`; a fixed schedule gives a spread of 0);
+    - `vs_reference_s`: the largest |planned touchdown - nearest touchdown of the reference
+      gait| (s) in the second before and the second after the push, and its median; a
+      controller that keeps the reference's schedule stays at about 0 after the push.
+
+    None without a push or a logged plan."""
     if not scenario.push_ns:
         return None
     ctrl = read_csv(folder / "controller_ticks.csv")
@@ -108,7 +114,14 @@ def touchdown_replanning(folder: Path, scenario) -> dict | None:
         return None
     t_push = 0.5 * scenario.duration_s
     t, td = ctrl["t"], ctrl["touchdown_plan_s"]
-    return {"after_push": _planning_spread(t, td, t_push), "before_push": _planning_spread(t, td, t_push - 1.0)}
+    out = {"after_push": _planning_spread(t, td, t_push), "before_push": _planning_spread(t, td, t_push - 1.0)}
+    dev = ctrl.get("touchdown_vs_ref_s")
+    if dev is not None:
+        out["vs_reference_s"] = {}
+        for key, lo, hi in (("before_push", t_push - 1.0, t_push), ("after_push", t_push, t_push + 1.0)):
+            d = np.abs(dev[(t >= lo) & (t < hi) & np.isfinite(dev)])
+            out["vs_reference_s"][key] = ({"max": float(d.max()), "median": float(np.median(d))} if d.size else None)
+    return out
 
 
 def holes_metrics(folder: Path, model) -> dict:

@@ -129,6 +129,7 @@ class ContactMpc:
         self._plan_x = self._plan_u = None  # the iterate of the last successful feedback (fallback plan)
         self._tick_ok = False
         self._fn_idx = [self.problem.contact_index(i, "fn") for i in range(model.nc)]
+        self._ref_touchdowns = None  # plant times (s) of the reference gait's touchdowns in one period
         self._fallback_k = 0
         self._info: dict = {}
         self._executed = None
@@ -206,7 +207,8 @@ class ContactMpc:
         t0 = time.perf_counter()
         # after a successful feedback the iterate was read in compute(); else read what the solver holds
         xs, us = (self._plan_x, self._plan_u) if self._tick_ok else self.rti.trajectory()
-        self._info["touchdown_plan_s"] = self._planned_touchdown(xs, us)
+        t_plan = self._info["touchdown_plan_s"] = self._planned_touchdown(xs, us)
+        self._info["touchdown_vs_ref_s"] = self._touchdown_vs_reference(t_plan, xs[0, -1])
         ab = self._pairs.call_flat(np.concatenate(self._executed), self._pairs_out)
         n = self.problem.n_comp
         self._info["complementarity"] = float(np.max(np.abs(ab[:n] * ab[n:])))  # of the stage just sent
@@ -228,6 +230,24 @@ class ContactMpc:
         if not onset[k]:
             return float("nan")
         return float(xs[0, -1] - self.offset + (k + 2) * self.options.dt)
+
+    def _touchdown_vs_reference(self, t_plan: float, tau: float) -> float:
+        """Planned touchdown time minus the nearest touchdown of the reference gait (s), both in
+        plant time and by the rule of `_planned_touchdown` (the reference's impulses on the
+        stage grid of the gait clock): 0 means the plan keeps the reference's schedule. nan
+        when there is no planned touchdown or when tracking a plan."""
+        if self.gait is None or not np.isfinite(t_plan):
+            return float("nan")
+        period, dt = self.gait.period, self.options.dt
+        if self._ref_touchdowns is None:  # once: the reference's touchdowns over one period
+            n = max(1, int(round(period / dt)))
+            loaded = (self.reference.u_at(tau + dt * np.arange(n + 1))[:, self._fn_idx] > TOUCHDOWN_LOAD).any(axis=1)
+            onset = np.flatnonzero(loaded[1:] > loaded[:-1])
+            self._ref_touchdowns = tau - self.offset + (onset + 2) * dt
+            if not onset.size:
+                return float("nan")
+        d = (t_plan - self._ref_touchdowns + 0.5 * period) % period - 0.5 * period
+        return float(d[np.argmin(np.abs(d))]) if d.size else float("nan")
 
     def tick_info(self) -> dict:
         """Non-time per-tick record: solver status, iterations, deadline, slack, missed, planned touchdown."""
@@ -251,9 +271,14 @@ def plan_reference(problem: ContactOcp, path: str) -> TrajectoryReference:
     return TrajectoryReference.from_samples(t, np.hstack([q, v]), t_grid, us)
 
 
-# per-robot defaults: the quadruped's whole-body QP (23 states, 24 controls per stage) is solved
-# over 0.2 s without partial condensing, which measured fastest for it
-ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45}, "quadruped": {"n_stages": 20, "cond_n": None}}
+# per-robot defaults (measured, docs/MPC.md): the hopper's QP is solved with HPIPM's SPEED_ABS
+# preset (acados feedback p50 0.32 ms against 0.58 with BALANCE in back-to-back 10 s runs, same
+# gait, survives a 2 N s push);
+# the quadruped's whole-body QP (23 states, 24 controls per stage) over 0.2 s without partial
+# condensing and with BALANCE (with SPEED_ABS it fell after a 5 N s push; 15 stages fell
+# without a push)
+ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45, "hpipm_mode": "SPEED_ABS"},
+                  "quadruped": {"n_stages": 20, "cond_n": None}}
 
 
 def make_mpc(model: RobotModel, **options) -> ContactMpc:

@@ -150,6 +150,11 @@ def test_closed_loop_hopper_hops_on_the_ess_plant(hopper):
     vx = (x[-1] - x[len(x) // 3]) / (log["t"][-1] - log["t"][len(x) // 3])
     assert vx == pytest.approx(0.3, rel=0.15)
     assert all(r["status"] in (0, 2) for r in log["rows"])
+    # undisturbed, the planned touchdowns keep the reference gait's timing (to a stage or two);
+    # a wrong phase bookkeeping in _touchdown_vs_reference would show here as a large offset
+    dev = np.array([r["touchdown_vs_ref_s"] for r in log["rows"] if r["t"] > 1.0])
+    assert np.isfinite(dev).sum() > 100
+    assert np.nanmedian(np.abs(dev)) <= 0.02
 
 
 def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
@@ -166,7 +171,8 @@ def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
     assert summary["apex_height_m"]["target"] == 0.45 and summary["vx_mps"]["target"] == 0.3
     assert 0 < summary["complementarity_max"] < 1.0
     assert not summary["fell"]
-    assert "after_push" in summary["touchdown_replanned_s"]
+    replanned = summary["touchdown_replanned_s"]
+    assert "after_push" in replanned and set(replanned["vs_reference_s"]) == {"before_push", "after_push"}
 
 
 def test_touchdown_planning_spread():
