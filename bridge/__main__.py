@@ -31,7 +31,7 @@ def serve(folder: Path) -> int:
         q0[model.q_names.index("z")] += sc.drop_m
     opts = ServerOptions(bind="tcp://127.0.0.1:*", mode=sc.mode, control_rate_hz=sc.control_rate_hz,
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
-                         log_dir=str(folder), push_ns=sc.push_ns)
+                         log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis)
     PlantServer(plant, opts, q0=q0).run()
     return 0
 

@@ -43,8 +43,8 @@ class ServerOptions:
     after a miss. damping_kd: joint damping of the safe command, N m s/rad. duration_s: run
     length in simulated seconds (None: until stopped). lockstep_timeout_s: longest wait in
     lockstep. log_dir: where logs go (None: no logs). curve_keys: CurveZMQ key folder.
-    push_ns: a horizontal impulse (N s, along +x) applied to the base once simulated time
-    reaches push_at_s (default: mid-run); 0 = no push.
+    push_ns: an impulse (N s) applied to the base along push_axis ("x" horizontal, "z" vertical)
+    once simulated time reaches push_at_s (default: mid-run); 0 = no push.
     """
 
     bind: str = "tcp://127.0.0.1:5555"
@@ -60,6 +60,7 @@ class ServerOptions:
     curve_keys: str | None = None
     push_ns: float = 0.0
     push_at_s: float | None = None
+    push_axis: str = "x"
 
     def validate(self) -> "ServerOptions":
         """Raise ValueError naming any bad field; return self."""
@@ -157,8 +158,9 @@ class PlantServer:
                                     np.full(nu, options.damping_kd))
         self.last_command: JointCommand | None = None
         self.pushed = False
-        if options.push_ns and "x" not in m.q_names:
-            raise ValueError(f"push_ns needs a robot with a horizontal base coordinate 'x'; {m.name} has none")
+        if options.push_ns and options.push_axis not in m.q_names:
+            raise ValueError(f"push_ns along {options.push_axis!r} needs a robot with the base coordinate "
+                             f"{options.push_axis!r}; {m.name} has none")
         self.log = RunLog(options.log_dir, m)
 
     # ------------------------------------------------------------------ messages
@@ -328,9 +330,9 @@ class PlantServer:
         return 0.5 * o.duration_s if o.duration_s else 0.0
 
     def _push(self) -> None:
-        """Apply the horizontal impulse push_ns (N s) at the base: v += M^-1 e_x push_ns."""
-        s = self.state
-        self.state = self.plant.reset(s.q.copy(), pushed_velocity(self.model, s.q, s.v, self.options.push_ns), s.t)
+        """Apply the impulse push_ns (N s) at the base: v += M^-1 e_axis push_ns."""
+        s, o = self.state, self.options
+        self.state = self.plant.reset(s.q.copy(), pushed_velocity(self.model, s.q, s.v, o.push_ns, o.push_axis), s.t)
         self.pushed = True
         self.counts["pushes"] += 1
 

@@ -58,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.controller is not None and args.controller != sc.controller:
         sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
     sc = sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
-                           push_ns=args.push).validate()
+                           push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate()
     summary = run(sc, progress=not args.json)
     if args.json:
         print(json.dumps(summary))
@@ -163,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plant", help="override the plant (ess, hybrid)")
     p.add_argument("--controller", help="override the controller (pd, mpc)")
     p.add_argument("--push", type=float, default=None, metavar="N",
-                   help="horizontal push of N newton-seconds on the base at mid-run")
+                   help="push of N newton-seconds on the base (horizontal, at mid-run by default)")
+    p.add_argument("--push-axis", choices=("x", "z"), default=None,
+                   help="direction of the push: x horizontal (default), z vertical (up)")
+    p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("serve-plant", help="run a plant alone for an outside controller")

@@ -130,6 +130,9 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "vx_mps": {"mean": metrics["vx_mps"], "target": targets.get("vx")},
         "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
         "push_ns": scenario.push_ns,
+        "push_axis": scenario.push_axis,
+        "push_at_s": (scenario.push_at_s if scenario.push_at_s is not None else 0.5 * scenario.duration_s)
+        if scenario.push_ns else None,
         "touchdown_replanned_s": touchdown_replanning(folder, scenario),
         "plant": scenario.plant,
         "controller": scenario.controller,

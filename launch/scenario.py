@@ -20,7 +20,8 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 @dataclass(frozen=True)
 class Scenario:
     """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal),
-    push_ns: horizontal impulse on the base at mid-run, N s (0 = none)."""
+    push_ns: impulse on the base, N s (0 = none), along push_axis ("x" horizontal, "z"
+    vertical) at push_at_s (None: mid-run)."""
 
     name: str
     robot: str
@@ -34,6 +35,8 @@ class Scenario:
     seed: int = 0
     drop_m: float = 0.0
     push_ns: float = 0.0
+    push_axis: str = "x"
+    push_at_s: float | None = None
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
 
@@ -54,8 +57,15 @@ class Scenario:
         if not self.duration_s > 0:
             raise ValueError(f"scenario {self.name!r}: duration_s must be > 0, got {self.duration_s}")
         if not (abs(self.push_ns) < 100.0):
-            raise ValueError(f"scenario {self.name!r}: push_ns must be a horizontal impulse in (-100, 100) N s, "
+            raise ValueError(f"scenario {self.name!r}: push_ns must be an impulse in (-100, 100) N s, "
                              f"got {self.push_ns}")
+        from sim.protocol import PUSH_AXES
+
+        if self.push_axis not in PUSH_AXES:
+            raise ValueError(f"scenario {self.name!r}: push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
+        if self.push_at_s is not None and not 0 < self.push_at_s < self.duration_s:
+            raise ValueError(f"scenario {self.name!r}: push_at_s must be inside the run (0, {self.duration_s}) s, "
+                             f"got {self.push_at_s}")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         return self

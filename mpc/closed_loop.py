@@ -17,10 +17,11 @@ from sim.protocol import pushed_velocity
 
 
 def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: np.ndarray | None = None,
-                   control_rate_hz: float = 100.0, push_ns: float = 0.0, push_at_s: float | None = None) -> dict:
+                   control_rate_hz: float = 100.0, push_ns: float = 0.0, push_at_s: float | None = None,
+                   push_axis: str = "x") -> dict:
     """Run `controller` on `plant` for duration_s simulated seconds; returns the logged arrays
     (t, q, v, contact) and per-tick controller rows (phases in ms plus tick_info fields).
-    push_ns: horizontal impulse (N s) on the base at push_at_s (default mid-run)."""
+    push_ns: impulse (N s) on the base along push_axis ("x" or "z") at push_at_s (default mid-run)."""
     if not duration_s > 0 or not control_rate_hz > 0:
         raise ValueError(f"duration_s and control_rate_hz must be > 0, got {duration_s}, {control_rate_hz}")
     model = plant.model
@@ -42,7 +43,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
         log["rows"].append(row)
         state = plant.step(cmd, period)
         if not pushed and state.t >= push_at:
-            state = plant.reset(state.q.copy(), pushed_velocity(model, state.q, state.v, push_ns), state.t)
+            state = plant.reset(state.q.copy(), pushed_velocity(model, state.q, state.v, push_ns, push_axis), state.t)
             pushed = True
         for key in ("t", "q", "v", "contact"):
             log[key].append(np.copy(getattr(state, key)))

@@ -135,13 +135,19 @@ class Plant(Protocol):
         ...
 
 
-def pushed_velocity(model: RobotModel, q: np.ndarray, v: np.ndarray, push_ns: float) -> np.ndarray:
-    """Generalized velocity right after a horizontal impulse push_ns (N s, along +x) on the base:
-    v + M(q)^-1 e_x push_ns (m/s, rad/s). Raises ValueError if the robot has no base coordinate x."""
+PUSH_AXES = ("x", "z")
+
+
+def pushed_velocity(model: RobotModel, q: np.ndarray, v: np.ndarray, push_ns: float, axis: str = "x") -> np.ndarray:
+    """Generalized velocity right after an impulse push_ns (N s) on the base along its coordinate
+    `axis` ("x" horizontal, "z" vertical, positive up): v + M(q)^-1 e_axis push_ns (m/s, rad/s).
+    Raises ValueError for another axis or a robot without that base coordinate."""
     from robots import numeric
 
-    if "x" not in model.q_names:
-        raise ValueError(f"a push needs a robot with a horizontal base coordinate 'x'; {model.name} has none")
+    if axis not in PUSH_AXES:
+        raise ValueError(f"push axis must be one of {PUSH_AXES}, got {axis!r}")
+    if axis not in model.q_names:
+        raise ValueError(f"a push along {axis!r} needs a robot with the base coordinate {axis!r}; {model.name} has none")
     impulse = np.zeros(model.nv)
-    impulse[model.q_names.index("x")] = push_ns
+    impulse[model.q_names.index(axis)] = push_ns
     return v + np.linalg.solve(numeric(model, verbose=False).mass_matrix(q), impulse)

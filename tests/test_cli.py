@@ -44,3 +44,32 @@ def test_bad_command_line_fails_with_a_message(args):
     out = run(*args)
     assert out.returncode != 0
     assert "no-such" in out.stderr
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"push_ns": 1.0, "push_axis": "y"}, "push_axis must be one of"),
+    ({"push_ns": 1.0, "push_at_s": 12.0}, "push_at_s must be inside the run"),
+    ({"push_ns": 500.0}, "push_ns must be an impulse"),
+])
+def test_bad_push_settings_are_named(changes, match):
+    from launch.scenario import load_scenario
+
+    with pytest.raises(ValueError, match=match):
+        load_scenario("hopper").with_overrides(**changes).validate()
+
+
+def test_push_velocity_axes():
+    import numpy as np
+
+    from robots import get_robot
+    from sim.protocol import pushed_velocity
+
+    m = get_robot("hopper")
+    v0 = np.zeros(m.nv)
+    vx = pushed_velocity(m, m.q0, v0, 1.0)
+    vz = pushed_velocity(m, m.q0, v0, 1.0, "z")
+    assert vx[m.q_names.index("x")] > 0 and vz[m.q_names.index("z")] > 0
+    with pytest.raises(ValueError, match="push axis"):
+        pushed_velocity(m, m.q0, v0, 1.0, "pitch")
+    with pytest.raises(ValueError, match="base coordinate 'x'"):
+        pushed_velocity(get_robot("hopper1d"), np.array([0.5]), np.zeros(1), 1.0)

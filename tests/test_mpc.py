@@ -157,6 +157,36 @@ def test_closed_loop_hopper_hops_on_the_ess_plant(hopper):
     assert np.nanmedian(np.abs(dev)) <= 0.02
 
 
+def test_upward_push_in_flight_delays_the_planned_touchdown(hopper):
+    """Contacts are planned, not scheduled: an upward push near the apex lengthens the flight,
+    the MPC re-plans its touchdown later than the reference gait's within a few ticks, and the
+    plant touches down when the plan says, not when the reference does."""
+    from mpc.closed_loop import run_in_process
+    from sim.registry import make_plant
+
+    ctrl = make_mpc(hopper)
+    plant = make_plant("ess", hopper, plant_rate_hz=1000.0)
+    q0 = hopper.q0.copy()
+    q0[1] += 0.03
+    t_push = 1.22  # in flight, near the apex of the hop that lands at ~1.38 s
+    log = run_in_process(plant, ctrl, duration_s=1.6, q0=q0, push_ns=1.5, push_at_s=t_push, push_axis="z")
+    rows = log["rows"]
+    t = np.array([r["t"] for r in rows])
+    plan = np.array([r["touchdown_plan_s"] for r in rows])
+    dev = np.array([r["touchdown_vs_ref_s"] for r in rows])
+    before = (t > 1.0) & (t < t_push)
+    assert np.nanmax(np.abs(dev[before])) <= 0.011, "undisturbed: the plan keeps the reference's timing"
+    after = np.flatnonzero(t > t_push)[:3]
+    assert np.nanmax(dev[after]) >= 0.02, f"re-planned touchdown vs reference: {dev[after]}"
+    contact = log["contact"][:, 0]
+    landings = log["t"][np.flatnonzero(contact[1:] & ~contact[:-1]) + 1]
+    landing = landings[landings > t_push][0]
+    planned_before, planned_after = plan[before][-1], plan[after[-1]]
+    assert landing - planned_before >= 0.02, (landing, planned_before)
+    assert abs(landing - planned_after) <= 0.015, (landing, planned_after)
+    assert log["q"][:, 1].min() > 0.25
+
+
 def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
     """`python -m launch run hopper --json` path: MPC and plant as two processes."""
     from launch.run import run
