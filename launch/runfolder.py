@@ -97,7 +97,7 @@ def _planning_spread(t: np.ndarray, td: np.ndarray, t_from: float) -> dict | Non
 
 
 def touchdown_replanning(folder: Path, scenario) -> dict | None:
-    """Evidence that touchdowns are planned, not scheduled, around the mid-run push:
+    """Evidence that touchdowns are planned, not scheduled, around the push (push_at_s, default mid-run):
 
     - `after_push` / `before_push`: for the first touchdown planned after the push (and after
       push - 1 s), how much its planned time (plant time, s) moved while the MPC re-planned it
