@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import zmq
 
-from sim.protocol import JointCommand, pushed_velocity
+from sim.protocol import PUSH_AXES, JointCommand, pushed_velocity
 
 from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
@@ -78,6 +78,8 @@ class ServerOptions:
             raise ValueError(f"hold_ticks must be >= 0, got {self.hold_ticks}")
         if self.duration_s is not None and not self.duration_s > 0:
             raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
+        if self.push_axis not in PUSH_AXES:
+            raise ValueError(f"push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
         return self
 
     @property

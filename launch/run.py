@@ -131,8 +131,7 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
         "push_ns": scenario.push_ns,
         "push_axis": scenario.push_axis,
-        "push_at_s": (scenario.push_at_s if scenario.push_at_s is not None else 0.5 * scenario.duration_s)
-        if scenario.push_ns else None,
+        "push_at_s": scenario.push_time_s,
         "touchdown_replanned_s": touchdown_replanning(folder, scenario),
         "plant": scenario.plant,
         "controller": scenario.controller,

@@ -112,7 +112,7 @@ def touchdown_replanning(folder: Path, scenario) -> dict | None:
     ctrl = read_csv(folder / "controller_ticks.csv")
     if "touchdown_plan_s" not in ctrl or not ctrl["t"].size:
         return None
-    t_push = scenario.push_at_s if scenario.push_at_s is not None else 0.5 * scenario.duration_s
+    t_push = scenario.push_time_s
     t, td = ctrl["t"], ctrl["touchdown_plan_s"]
     out = {"after_push": _planning_spread(t, td, t_push), "before_push": _planning_spread(t, td, t_push - 1.0)}
     dev = ctrl.get("touchdown_vs_ref_s")

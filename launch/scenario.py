@@ -70,6 +70,13 @@ class Scenario:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         return self
 
+    @property
+    def push_time_s(self) -> float | None:
+        """When the push is applied (s of simulated time: push_at_s, else mid-run); None without a push."""
+        if not self.push_ns:
+            return None
+        return self.push_at_s if self.push_at_s is not None else 0.5 * self.duration_s
+
     def with_overrides(self, **changes) -> "Scenario":
         """A copy with the given fields replaced (None values are ignored)."""
         changes = {k: v for k, v in changes.items() if v is not None}

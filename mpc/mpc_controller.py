@@ -226,14 +226,20 @@ class ContactMpc:
         """Gait-clock-free planned time (s, plant time) of the next flight -> contact transition, or nan."""
         if self.offset is None:
             return float("nan")
-        loaded = us[:, self._fn_idx[0]] > TOUCHDOWN_LOAD  # column by column: numpy's any(axis=1) costs ~5 us
-        for i in self._fn_idx[1:]:
-            loaded |= us[:, i] > TOUCHDOWN_LOAD
+        loaded = self._loaded(us)
         onset = loaded[1:] > loaded[:-1]
         k = int(onset.argmax())
         if not onset[k]:
             return float("nan")
         return float(xs[0, -1] - self.offset + (k + 2) * self.options.dt)
+
+    def _loaded(self, us: np.ndarray) -> np.ndarray:
+        """Per stage of `us` (stages x nu): does any contact carry a normal impulse above
+        TOUCHDOWN_LOAD (weights)? Column by column: numpy's any(axis=1) costs ~5 us."""
+        loaded = us[:, self._fn_idx[0]] > TOUCHDOWN_LOAD
+        for i in self._fn_idx[1:]:
+            loaded |= us[:, i] > TOUCHDOWN_LOAD
+        return loaded
 
     def _touchdown_vs_reference(self, t_plan: float, tau: float) -> float:
         """Planned touchdown time minus the nearest touchdown of the reference gait (s), both in
@@ -245,11 +251,9 @@ class ContactMpc:
         period, dt = self.gait.period, self.options.dt
         if self._ref_touchdowns is None:  # once: the reference's touchdowns over one period
             n = max(1, int(round(period / dt)))
-            loaded = (self.reference.u_at(tau + dt * np.arange(n + 1))[:, self._fn_idx] > TOUCHDOWN_LOAD).any(axis=1)
+            loaded = self._loaded(self.reference.u_at(tau + dt * np.arange(n + 1)))
             onset = np.flatnonzero(loaded[1:] > loaded[:-1])
             self._ref_touchdowns = tau - self.offset + (onset + 2) * dt
-            if not onset.size:
-                return float("nan")
         d = (t_plan - self._ref_touchdowns + 0.5 * period) % period - 0.5 * period
         return float(d[np.argmin(np.abs(d))]) if d.size else float("nan")
 
@@ -277,10 +281,9 @@ def plan_reference(problem: ContactOcp, path: str) -> TrajectoryReference:
 
 # per-robot defaults (measured, docs/MPC.md): the hopper's QP is solved with HPIPM's SPEED_ABS
 # preset (acados feedback p50 0.32 ms against 0.58 with BALANCE in back-to-back 10 s runs, same
-# gait, survives a 2 N s push);
-# the quadruped's whole-body QP (23 states, 24 controls per stage) over 0.2 s without partial
-# condensing and with BALANCE (with SPEED_ABS it fell after a 5 N s push; 15 stages fell
-# without a push)
+# gait, survives a 2 N s push); the quadruped's whole-body QP (23 states, 24 controls per stage)
+# over 0.2 s without partial condensing and with BALANCE (with SPEED_ABS it fell after a 5 N s
+# push, with SPEED without one; 15 stages fell without a push)
 ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45, "hpipm_mode": "SPEED_ABS"},
                   "quadruped": {"n_stages": 20, "cond_n": None}}
 
