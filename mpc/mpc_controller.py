@@ -139,6 +139,7 @@ class ContactMpc:
 
         self._pairs = compile_functions([self.problem.pairs], lib_name=f"cimpc_pairs_{model.name}",
                                         verbose=False).functions["pairs"]  # ~1 us instead of ~60 us in CasADi
+        self._pairs_in = np.zeros(self.problem.nx + self.problem.nu)
         self._pairs_out = np.zeros(2 * self.problem.n_comp)
         # warm up (first-call allocations) so that the first real tick costs what every tick costs
         x_ref = self.reference.x_at(0.0)[0]
@@ -213,9 +214,12 @@ class ContactMpc:
         xs, us = (self._plan_x, self._plan_u) if self._tick_ok else self.rti.trajectory()
         t_plan = self._info["touchdown_plan_s"] = self._planned_touchdown(xs, us)
         self._info["touchdown_vs_ref_s"] = self._touchdown_vs_reference(t_plan, xs[0, -1])
-        ab = self._pairs.call_flat(np.concatenate(self._executed), self._pairs_out)
-        n = self.problem.n_comp
-        self._info["complementarity"] = float(np.max(np.abs(ab[:n] * ab[n:])))  # of the stage just sent
+        x, u0 = self._executed
+        nx = self.problem.nx
+        self._pairs_in[:nx], self._pairs_in[nx:] = x, u0
+        ab = self._pairs.call_flat(self._pairs_in, self._pairs_out).tolist()
+        n = self.problem.n_comp  # a handful of pairs: plain Python beats numpy's per-call cost here
+        self._info["complementarity"] = max(abs(a * b) for a, b in zip(ab[:n], ab[n:]))  # of the stage just sent
         self.rti.shift(xs, us)
         self.rti.prepare()
         stats = self.rti.take_stats()
@@ -253,9 +257,10 @@ class ContactMpc:
             n = max(1, int(round(period / dt)))
             loaded = self._loaded(self.reference.u_at(tau + dt * np.arange(n + 1)))
             onset = np.flatnonzero(loaded[1:] > loaded[:-1])
-            self._ref_touchdowns = tau - self.offset + (onset + 2) * dt
-        d = (t_plan - self._ref_touchdowns + 0.5 * period) % period - 0.5 * period
-        return float(d[np.argmin(np.abs(d))]) if d.size else float("nan")
+            self._ref_touchdowns = (tau - self.offset + (onset + 2) * dt).tolist()
+        # a few touchdowns per period: plain Python beats numpy's per-call cost here
+        d = [(t_plan - t_ref + 0.5 * period) % period - 0.5 * period for t_ref in self._ref_touchdowns]
+        return min(d, key=abs) if d else float("nan")
 
     def tick_info(self) -> dict:
         """Non-time per-tick record: solver status, iterations, deadline, slack, missed, planned touchdown."""
