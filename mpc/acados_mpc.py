@@ -150,6 +150,13 @@ class RtiSolver:
         us = np.clip(self.reference.u_at(taus[:-1]), self.problem.u_lb, self.problem.u_ub)
         self.io.set(xs, us)
 
+    def restart(self, x0: np.ndarray, tau0: float) -> None:
+        """After a failed QP: drop the iterate and the QP solver's memory (its warm start would
+        carry the failure into the next QPs) and start again from the reference at gait time
+        tau0 with state x0 at stage 0."""
+        self.solver.reset()
+        self.initialize(x0, tau0)
+
     def shift(self, xs: np.ndarray | None = None, us: np.ndarray | None = None) -> None:
         """Warm start for the next tick: move every stage's x and u one stage earlier; the new
         last stage repeats the old last state and control (its clock advanced by dt). xs, us:

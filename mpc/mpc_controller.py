@@ -208,19 +208,24 @@ class ContactMpc:
         return cmd, phases
 
     def prepare(self) -> dict:
-        """Shift the plan one stage and run the preparation phase; returns its phases (s)."""
+        """Shift the plan one stage (after a failed QP: restart from the reference) and run the
+        preparation phase; returns its phases (s)."""
         t0 = time.perf_counter()
-        # after a successful feedback the iterate was read in compute(); else read what the solver holds
-        xs, us = (self._plan_x, self._plan_u) if self._tick_ok else self.rti.trajectory()
-        t_plan = self._info["touchdown_plan_s"] = self._planned_touchdown(xs, us)
-        self._info["touchdown_vs_ref_s"] = self._touchdown_vs_reference(t_plan, xs[0, -1])
         x, u0 = self._executed
+        if self._tick_ok:  # the iterate was read in compute()
+            xs, us = self._plan_x, self._plan_u
+            t_plan = self._planned_touchdown(xs, us)
+            self._info["touchdown_vs_ref_s"] = self._touchdown_vs_reference(t_plan, xs[0, -1])
+            self.rti.shift(xs, us)
+        else:
+            t_plan = self._info["touchdown_vs_ref_s"] = float("nan")
+            self.rti.restart(x, self._info["gait_clock_s"] + self.options.dt)
+        self._info["touchdown_plan_s"] = t_plan
         nx = self.problem.nx
         self._pairs_in[:nx], self._pairs_in[nx:] = x, u0
         ab = self._pairs.call_flat(self._pairs_in, self._pairs_out).tolist()
         n = self.problem.n_comp  # a handful of pairs: plain Python beats numpy's per-call cost here
         self._info["complementarity"] = max(abs(a * b) for a, b in zip(ab[:n], ab[n:]))  # of the stage just sent
-        self.rti.shift(xs, us)
         self.rti.prepare()
         stats = self.rti.take_stats()
         return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],

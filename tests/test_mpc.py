@@ -104,6 +104,12 @@ def test_solver_failure_or_overrun_sends_previous_plan_and_flags_miss(hopper, mo
     assert info["missed"] == 1 and info["status"] == 4
     np.testing.assert_allclose(cmd.tau_ff, plan_u[1, :2])  # the previous plan's next stage
     np.testing.assert_allclose(cmd.q_des, plan_x[2, 2:4])
+    ctrl.prepare()  # after a failed QP the next guess restarts from the reference, not from the failed iterate
+    xs, us = ctrl.rti.trajectory()
+    np.testing.assert_allclose(xs[0, :-1], np.concatenate([q, v]))
+    tau = info["gait_clock_s"] + ctrl.options.dt
+    np.testing.assert_allclose(xs[1:, :-1], ctrl.reference.x_at(tau + ctrl.options.dt * np.arange(1, len(xs))), atol=1e-12)
+    assert xs[0, -1] == pytest.approx(tau) and np.isnan(ctrl.tick_info()["touchdown_plan_s"])
     monkeypatch.undo()
     slow = ContactMpc(hopper, MpcOptions(apex_height=0.45, inject_delay_s=0.02, deadline_s=0.009), verbose=False)
     cmd, phases = slow.compute(0.0, q, v, np.zeros(1, bool))
