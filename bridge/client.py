@@ -106,8 +106,10 @@ class ControllerClient:
                 cmd, phases = self.controller.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
                     time.sleep(o.delay_s)
+                f8 = np.float64  # the wire carries f8: integer gains (e.g. from a TOML file) would be rejected
                 sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, [
-                    cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd, np.array([msg.seq + 1], dtype=np.int64)]))
+                    np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8),
+                    np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([msg.seq + 1], dtype=np.int64)]))
                 t_sent = time.perf_counter()
                 if prepare is not None:  # e.g. the MPC's preparation phase, off the latency path
                     phases.update(prepare())

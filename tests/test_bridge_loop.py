@@ -53,6 +53,18 @@ def test_lockstep_runs_are_identical(tmp_path):
     np.testing.assert_array_equal(a, b)
 
 
+def test_integer_gains_reach_the_plant_as_float64(tmp_path):
+    """A controller configured with integer gains (as a TOML file gives them) is not rejected."""
+    endpoint = f"ipc://{tmp_path}/g"
+    server = _server(endpoint, duration_s=0.1)
+    client = ControllerClient(endpoint, make_controller("pd", MODEL, kp=40, kd=1), ClientOptions())
+    th = threading.Thread(target=client.run, daemon=True)
+    th.start()
+    summary = server.run()
+    th.join(10)
+    assert sum(summary["rejected"].values()) == 0 and summary["misses"] == 0
+
+
 def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path):
     endpoint = f"ipc://{tmp_path}/p"
     server = _server(endpoint, duration_s=0.05, log_dir=str(tmp_path / "log"))
