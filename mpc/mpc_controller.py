@@ -129,8 +129,8 @@ class ContactMpc:
         self._plan_x = self._plan_u = None  # the iterate of the last successful feedback (fallback plan)
         self._tick_ok = False
         self._fn_idx = [self.problem.contact_index(i, "fn") for i in range(model.nc)]
-        self._kp = np.full(len(self.joints), float(options.kp))  # TOML may give integers
-        self._kd = np.full(len(self.joints), float(options.kd))
+        self._kp = np.full(len(self.joints), options.kp)
+        self._kd = np.full(len(self.joints), options.kd)
         self._ref_touchdowns = None  # plant times (s) of the reference gait's touchdowns in one period
         self._fallback_k = 0
         self._info: dict = {}
