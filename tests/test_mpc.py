@@ -250,7 +250,7 @@ def test_missing_plan_file_is_a_clear_error(hopper, tmp_path):
 def test_block_solve_equals_dense_solve(name):
     import casadi as ca
 
-    from mpc.contact_ocp import block_solve, mass_matrix_pattern
+    from robots.mass_solve import block_solve, mass_matrix_pattern
 
     m = get_robot(name)
     r = ca.SX.sym("r", m.nv)
