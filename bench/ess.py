@@ -249,9 +249,10 @@ def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats:
     The plant is built as the bridge server builds it (`sim.registry.make_plant("ess", model,
     plant_rate_hz=1/period)`, plus `options`) and stepped as the server steps it: one
     `step(command, period)` call per tick, returning a fresh PlantState (rtf). rtf_rollout: the
-    same ticks in one compiled call (`EssPlant.rollout`), the floor without Python per tick.
+    same ticks, packed beforehand, in one compiled call (`EssPlant.rollout`): the floor without
+    Python per tick.
     rtf_min/rtf_max: from the slowest/fastest of `repeats` runs."""
-    from sim.protocol import JointCommand
+    from sim.protocol import JointCommand, pack_command
     from sim.registry import make_plant
 
     model = get_robot(name)
@@ -271,9 +272,11 @@ def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats:
         for c in commands:
             plant.step(c, period)
 
-    def run_rollout():  # the same ticks in compiled code
+    packed = np.stack([pack_command(c, model) for c in commands])
+
+    def run_rollout():  # the same ticks in one compiled call (commands packed beforehand)
         plant.reset(model.q0)
-        plant.rollout(commands, period)
+        plant.rollout(packed, period)
 
     jit_s = first_call(run_rollout) + first_call(run_steps)
     steps_before = plant.stats["steps"]
@@ -291,11 +294,13 @@ def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats:
 
 def bench_sim_rtf(args) -> dict:
     """Real-time factor of the ESS plant for the hopper and the quadruped at 1 ms (the server's
-    plant and call pattern), and of the previous scheme (explicit dopri5, rtol 1e-4) for scale."""
+    plant and call pattern) with its defaults (ros23); of the fast option (ros2, one step and two
+    f per tick, less accurate: docs/ESS.md); and of explicit dopri5 (rtol 1e-4) for scale."""
     import os
 
     reps = max(20, args.repeats or 20)
     res = {name: plant_rtf(name, repeats=reps) for name in ("hopper", "quadruped")}
+    res["ros2"] = {name: plant_rtf(name, repeats=reps, method="ros2") for name in ("hopper", "quadruped")}
     res["dopri5"] = {name: plant_rtf(name, repeats=max(5, reps // 4), method="dopri5")
                      for name in ("hopper", "quadruped")}
     res["load_avg_1min"] = os.getloadavg()[0]

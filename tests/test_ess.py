@@ -186,6 +186,10 @@ def test_plant_bad_input_gives_clear_errors():
         EssPlant(model, eps=-1.0, verbose=False)
     with pytest.raises(ValueError, match="liftoff must be 'force' or 'gap'"):
         EssPlant(model, liftoff="never", verbose=False)
+    with pytest.raises(ValueError, match=r"w_reuse must be an integer >= 0 \(steps\)"):
+        EssPlant(model, w_reuse=-1, verbose=False)
+    with pytest.raises(ValueError, match="w_reuse must be an integer"):
+        EssPlant(model, w_reuse=2.5, verbose=False)
     with pytest.raises(ValueError, match="no stiffness"):
         EssPlant(get_robot("hopper", k_contact=0.0), verbose=False)
     plant = EssPlant(model, verbose=False)
@@ -271,3 +275,154 @@ def test_step_and_rollout_agree_and_bad_commands_leave_the_plant_untouched():
     assert plant.t == t_before
     state.q[:] = 99.0  # a returned state is the caller's: the plant keeps its own
     assert plant.x[0] != 99.0
+
+
+# ----------------------------------------------------------------------------- the generated vector field and W
+
+
+@pytest.mark.parametrize("name", ["hopper", "quadruped"])
+def test_generated_vector_field_equals_the_dense_equations_of_motion(name):
+    """ess_rhs (one generated C function, block solve) against M^-1 (B tau - h + J^T f) in numpy."""
+    from robots import numeric
+    from sim.ess.robot import robot_f
+    from sim.protocol import impedance_torque
+
+    model = get_robot(name)
+    fns = numeric(model)
+    plant = EssPlant(model, verbose=False)
+    plant.reset(model.q0)
+    nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
+    rng = np.random.default_rng(3)
+    vs = plant.options["slip_speed"]
+    for _ in range(20):
+        q = model.q0 + 0.1 * rng.normal(size=nq)
+        v = rng.normal(size=nv)
+        stance = rng.random(nc) < 0.5
+        sigma = np.concatenate([np.where(stance, 1.0, -1.0), np.where(stance, -1.0, 1.0)])
+        cmd = JointCommand(5 * rng.normal(size=nu), q[plant._joints] + 0.1 * rng.normal(size=nu), rng.normal(size=nu),
+                           np.full(nu, 40.0), np.full(nu, 1.0))
+        p = plant._p.copy()
+        p[-5 * nu:] = np.concatenate([cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd])
+        out = np.empty(nq + nv)
+        robot_f(0.0, np.concatenate([q, v]), sigma, p, plant.system.ctx, out)
+        tau = impedance_torque(cmd, q, v, plant._joints, model.u_max)
+        gen = model.B @ tau - fns.bias(q, v)
+        phi = fns.contact_gap(q)
+        Jn, Jt = fns.contact_jacobians(q)
+        for i, c in enumerate(model.contacts):
+            if stance[i]:
+                fn = -c.stiffness * phi[i] - c.damping * Jn[i] @ v
+                gen += Jn[i] * fn + Jt[i] * (-c.mu * fn * np.tanh(Jt[i] @ v / vs))
+        dv = np.linalg.solve(fns.mass_matrix(q), gen)
+        np.testing.assert_allclose(out[:nq], v, rtol=0, atol=0)
+        np.testing.assert_allclose(out[nq:], dv, rtol=1e-9, atol=1e-9 * np.abs(dv).max())
+
+
+def test_w_solve_is_the_inverse_of_i_minus_g_w_and_keeps_its_factor():
+    """robot_wsolve returns (I - g W)^-1 rhs; it refactors only when W was rebuilt or g moved by
+    more than G_KEEP, and a kept factor is used with its own g (still an exact inverse, of a W
+    scaled by g_f / g)."""
+    from sim.ess.robot import G_KEEP, robot_f, robot_wprep, robot_wsolve
+
+    model = get_robot("quadruped")
+    plant = EssPlant(model, verbose=False)
+    plant.reset(model.q0)
+    nq, nv, nu = model.nq, model.nv, model.nu
+    ctx = plant.system.ctx
+    x = np.concatenate([model.q0 - np.r_[0, 0.004, np.zeros(nq - 2)], 0.1 * np.ones(nv)])
+    sigma = np.r_[np.ones(4), -np.ones(4)]  # all four feet in stance: contact terms in K and D
+    p = plant._p.copy()
+    p[-5 * nu:] = np.concatenate([np.zeros(nu), model.q0[plant._joints], np.zeros(nu), np.full(nu, 40.0),
+                                  np.full(nu, 1.0)])
+    robot_f(0.0, x, sigma, p, ctx, np.empty(nq + nv))
+    robot_wprep(0.0, x, sigma, p, ctx)
+    Mx, Kx, Dx = (ctx[7][k].copy() for k in range(3))
+    assert np.abs(Kx).max() > 0 and np.abs(Dx).max() > 0
+    Minv = np.linalg.inv(Mx)
+    W = np.block([[np.zeros((nv, nv)), np.eye(nv)], [-Minv @ Kx, -Minv @ Dx]])
+    rng = np.random.default_rng(0)
+
+    def solve(g, refactor):
+        rhs = rng.normal(size=nq + nv)
+        out = np.empty(nq + nv)
+        robot_wsolve(g, refactor, p, ctx, rhs, out)
+        return rhs, out
+
+    g0 = 3e-4
+    for g, refactor, g_used in ((g0, True, g0), (g0, False, g0), (g0 * (1 + G_KEEP / 2), True, g0),
+                                (g0 * 1.5, True, g0 * 1.5)):
+        rhs, out = solve(g, refactor)
+        np.testing.assert_allclose((np.eye(nq + nv) - g_used * W) @ out, rhs, rtol=1e-9, atol=1e-9)
+
+
+def test_w_is_reused_within_a_contact_mode_and_rebuilt_on_a_mode_change():
+    from sim.ess.robot import robot_wprep
+
+    model = get_robot("hopper")
+    plant = EssPlant(model, w_reuse=2, verbose=False)
+    plant.reset(model.q0)
+    ctx, n = plant.system.ctx, model.nq + model.nv
+    x = np.concatenate([model.q0, np.zeros(model.nv)])
+    flight, stance = np.array([-1.0, 1.0]), np.array([1.0, -1.0])
+    p = plant._p.copy()
+    stale = ctx[-1].shape[0] - 1  # the "factor stale" flag: set by a rebuild
+
+    def rebuilt(x, sigma):
+        ctx[-1][stale] = 0.0
+        robot_wprep(0.0, x, sigma, p, ctx)
+        return bool(ctx[-1][stale])
+
+    assert rebuilt(x, flight)
+    assert not rebuilt(x + 1e-3, flight) and not rebuilt(x + 2e-3, flight)  # kept for w_reuse = 2 steps
+    assert rebuilt(x + 3e-3, flight)  # too old
+    assert rebuilt(x + 3e-3, stance)  # the contact mode changed
+    p[-2] += 1.0  # a gain changed
+    assert rebuilt(x + 3e-3, stance)
+    assert n == x.size
+
+
+def test_step_takes_any_array_like_command_and_matches_float64():
+    """The compiled fast path takes C-contiguous float64 fields; ints, lists, read-only and strided
+    arrays go through the validating path with the same result (never a new compilation)."""
+    model = get_robot("hopper")
+    plant = EssPlant(model, h_max=1e-3, verbose=False)
+    nu, j = model.nu, plant._joints
+    q_des = model.q0[j]
+    base = JointCommand(np.zeros(nu), q_des.copy(), np.zeros(nu), np.full(nu, 40.0), np.full(nu, 1.0))
+    plant.reset(model.q0)
+    ref = [plant.step(base, 1e-3).q for _ in range(5)]
+    ro = np.full(nu, 40.0)
+    ro.flags.writeable = False
+    wide = np.zeros((nu, 2))
+    variants = [
+        JointCommand(np.zeros(nu, dtype=np.int64), q_des.copy(), np.zeros(nu), np.full(nu, 40, dtype=np.int64), [1.0] * nu),
+        JointCommand(np.zeros(nu), q_des.copy(), wide[:, 0], ro, np.full(nu, 1.0)),
+    ]
+    for cmd in variants:
+        plant.reset(model.q0)
+        for k in range(5):
+            np.testing.assert_array_equal(plant.step(cmd, 1e-3).q, ref[k])
+
+
+def test_ros2_default_tolerance_tracks_the_dopri5_reference_on_the_quadruped():
+    """The fast option (method="ros2"): one step per 1 ms tick, two f per step; its accuracy on
+    the sim-rtf run (measured: max 1.9e-3, RMS 2.9e-4; docs/ESS.md)."""
+    ref = _pd_sine_rollout("quadruped", method="dopri5", rtol=1e-9, atol=1e-11)
+    fast = _pd_sine_rollout("quadruped", method="ros2")
+    nq = get_robot("quadruped").nq
+    err = np.abs(fast[:, :nq] - ref[:, :nq])
+    assert err.max() < 3e-3 and np.sqrt((err ** 2).mean()) < 5e-4, (err.max(), np.sqrt((err ** 2).mean()))
+
+
+def test_ros2_converges_at_second_order_on_the_hopper1d():
+    """Fixed steps (tolerance off): halving the step divides the error by ~4 (order 2)."""
+    model = get_robot("hopper1d")
+    prm = model.params
+    times = np.linspace(0.05, 0.6, 50)  # first flight and touchdown: the bounce is resolved by events
+    z, _ = hopper1d_exact(times, z0=2.0, m=prm["m"], k=prm["k"], g=prm["g"], L0=prm["L0"])
+    errors = []
+    for h in (4e-3, 2e-3, 1e-3):
+        plant = _hopper1d_plant(method="ros2", rtol=1e3, atol=1e3, h_max=h, eps=1e-7)
+        plant.reset([2.0])
+        errors.append(np.abs(plant.advance(0.6, times)[:, 0] - z).max())
+    assert 3.0 < errors[0] / errors[1] < 5.5 and 3.0 < errors[1] / errors[2] < 5.5, errors

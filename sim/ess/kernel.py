@@ -72,8 +72,8 @@ A61, A62, A63, A64, A65 = 9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0
 B1, B3, B4, B5, B6 = 35.0 / 384.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0
 E1, E3, E4, E5, E6, E7 = (71.0 / 57600.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0,
                           22.0 / 525.0, -1.0 / 40.0)
-METHOD_DOPRI5, METHOD_ROS23 = 0, 1
-METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23}
+METHOD_DOPRI5, METHOD_ROS23, METHOD_ROS2 = 0, 1, 2
+METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23, "ros2": METHOD_ROS2}
 # ROS23, the Rosenbrock-W pair of Shampine & Reichelt's ode23s (SIAM J. Sci. Comput. 18, 1997),
 # with W in place of the Jacobian and no df/dt term (W-method: order 2 for any W):
 #   (I - d h W) K1 = f(x);  F1 = f(x + h/2 K1);  (I - d h W) (K2 - K1) = F1 - K1;  x+ = x + h K2;
@@ -82,6 +82,13 @@ METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23}
 # is of third order (exponent 1/3); F2 is the next step's f(x) and the dense output's end slope.
 ROS_D = 1.0 / (2.0 + np.sqrt(2.0))
 ROS_E32 = 6.0 + np.sqrt(2.0)
+# ROS2, the two-stage Rosenbrock-W method of Verwer, Spee, Blom & Hundsdorfer (SIAM J. Sci.
+# Comput. 20, 1999): order 2 for *any* W, L-stable with the exact Jacobian, gamma = 1 + 1/sqrt 2:
+#   (I - gamma h W) K1 = f(x);  (I - gamma h W) K2 = f(x + h K1) - 2 K1;  x+ = x + h (3/2 K1 + 1/2 K2),
+# error against the embedded first-order x + h K1: err = h/2 (K1 + K2) (exponent 1/2). Two f and
+# two solves per step and no f at x+: when every step ends a tick whose command changes f, the
+# end-point f that ROS23 needs (its error estimate and FSAL) is an evaluation wasted.
+ROS2_GAMMA = 1.0 + 1.0 / np.sqrt(2.0)
 # dense output (Hairer's dopri5 continuous extension of order 4)
 D1, D3, D4, D5, D6, D7 = (-12715105075.0 / 11282082432.0, 87487479700.0 / 32700410799.0,
                           -10690763975.0 / 1880347072.0, 701980252875.0 / 199316789632.0,
@@ -197,6 +204,26 @@ def _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, K3, xs, x
     return _err_norm(x, xn, err, rtol, atol)
 
 
+@njit
+def _ros2_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs, xn, err, rtol, atol, stats):
+    """One ROS2 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn and err;
+    returns the error norm."""
+    n = x.shape[0]
+    g = ROS2_GAMMA * hs
+    wsolve(g, True, p, ctx, k1, K1)
+    for i in range(n):
+        xs[i] = x[i] + hs * K1[i]
+    f(t + hs, xs, sigma, p, ctx, F1)
+    stats[S_FEVALS] += 1
+    for i in range(n):
+        xs[i] = F1[i] - 2.0 * K1[i]
+    wsolve(g, False, p, ctx, xs, K2)
+    for i in range(n):
+        xn[i] = x[i] + hs * (1.5 * K1[i] + 0.5 * K2[i])
+        err[i] = 0.5 * hs * (K1[i] + K2[i])
+    return _err_norm(x, xn, err, rtol, atol)
+
+
 @njit  # not cached: it takes the vector field as a dispatcher argument, and numba's cache index
 # then pickles every caller's dispatcher type; an index written by another process (e.g. the tests'
 # vector fields) made the next compile fail with "underlying object has vanished"
@@ -239,8 +266,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
     err_prev = hstep[1:2]  # previous accepted error norm, kept with the step size between calls
     n_eval = t_eval.shape[0]
     hv_valid = False  # hv holds h(x) (reused from the end of the previous step)
-    ros = method == METHOD_ROS23
-    expo = 1.0 / 3.0 if ros else 0.2  # 1 / (order of the error estimate)
+    ros = method != METHOD_DOPRI5  # a Rosenbrock-W method: wprep/wsolve supply W
+    ros2 = method == METHOD_ROS2  # no f at the step's end: k1 is evaluated afresh at each step
+    expo = 0.5 if ros2 else (1.0 / 3.0 if ros else 0.2)  # 1 / (order of the error estimate)
     while t < tf:
         if not np.all(np.isfinite(x)):
             return t, NON_FINITE, -1
@@ -320,7 +348,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             attempts += 1
             if attempts > max_steps:
                 return t, TOO_MANY_STEPS, -1
-            if ros:
+            if ros2:
+                en = _ros2_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, xs, xn, err, rtol, atol, stats)
+            elif ros:
                 en = _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, xs, xn, k7, err, rtol,
                                     atol, stats)
             else:
@@ -336,8 +366,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
                 hs *= max(0.2, 0.9 * en ** -expo)
         stats[S_STEPS] += 1
         en = max(en, 1e-10)
-        if ros:  # k7 = f(xn) was the attempt's last evaluation: W at xn for the next step
-            wprep(t + hs, xn, sigma, p, ctx)
+        if ros:
+            if not ros2:  # k7 = f(xn) was the attempt's last evaluation: W at xn for the next step
+                wprep(t + hs, xn, sigma, p, ctx)
             fac = 0.9 * en ** -expo
         else:
             # Hairer's PI controller (beta = 0.04) damps the step-size oscillation at the
@@ -353,8 +384,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             rc[0, i] = x[i]
             rc[1, i] = ydiff
             rc[2, i] = bspl
-            rc[3, i] = ydiff - hs * k7[i] - bspl
-            # ROS23: cubic Hermite interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0)
+            # ROS23: cubic Hermite interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0); ROS2:
+            # quadratic through x, xn with slope f(x) (rc[3] = rc[4] = 0)
+            rc[3, i] = 0.0 if ros2 else ydiff - hs * k7[i] - bspl
             rc[4, i] = 0.0 if ros else hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i]
                                              + D7 * k7[i])
         # events inside the step: band entry of armed guards, zero crossing of parked guards
@@ -414,6 +446,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
                 for i in range(n):
                     x[i] = xn[i]
                     k1[i] = k7[i]
+                k1_valid = not ros2
                 t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
             h(x, p, ctx, hn)
             for k in range(m):  # a parked or pending guard that reached zero is crossed
@@ -426,6 +459,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             for i in range(n):
                 x[i] = xn[i]
                 k1[i] = k7[i]
+            k1_valid = not ros2
             t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
         # re-arming
         for k in range(m):

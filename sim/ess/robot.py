@@ -21,7 +21,10 @@ reaches zero with zero rate. The plant then *locates* that guard's crossing exac
 
 The joint impedance law tau = clip(tau_ff + kp (q_des - q_j) + kd (v_des - v_j), +-u_max) is
 evaluated continuously inside f (the limit of a fast servo loop), command held over a step.
-All numbers come from the robot's generated C functions; no Python runs inside a step.
+
+The whole vector field (impedance torques, contact forces, M^-1 by the tree's block solve) is
+one CasADi function generated to C (`vector_field`); the integrator's numba kernel calls it by
+address, so no Python runs inside a step.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from numba import njit
 
 from robots.ccall import call_flat
 from robots.codegen import compile_functions
+from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel, check_vector
 
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
@@ -41,15 +45,61 @@ from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessErro
 
 # reassociation and contraction (FMA) for the small dense loops; NaN/inf semantics kept
 FAST = {"reassoc", "contract", "nsz", "arcp"}
-HEADER = 6  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, k(nc), b(nc), mu(nc), joint(nu), u_max(nu), command(5 nu)]
+HEADER = 7  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, k(nc), b(nc), mu(nc), joint(nu), u_max(nu),
+#               command(5 nu)]
+# ctx = (addr, fin, fout, bt, bc, bg, gen, W, piv, memo):
+#   addr: C function pointers (ess_rhs, ess_terms, ess_contact, ess_dJnv)
+#   fin, fout: ess_rhs's input (x, stance flags, command, slip speed) and output (xdot, phi, vn,
+#     force (nc x 2), tau) from its last call; bt, bc, bg: outputs of the other three
+#   gen (nv), W (4 x nv x nv: M, K, D, factor), piv (nv): ROS23's W and its LU factor
+#   memo: [fout valid, then robot_wprep's bookkeeping (see there)]
+C_RHS, C_TERMS, C_CONTACT, C_DJNV = 0, 1, 2, 3
+
+
+def vector_field(model: RobotModel) -> ca.Function:
+    """The plant's whole vector field as one CasADi function, generated to C:
+
+    ess_rhs(x, s, u, vs) -> (xdot, phi, vn, force, tau), with x = (q, v), s the stance flags
+    (nc, 1 in stance, 0 in flight), u the held command (tau_ff, q_des, v_des, kp, kd; 5 nu),
+    vs the friction law's slip speed (m/s). tau = clip(tau_ff + kp (q_des - q_j) + kd (v_des - v_j),
+    +-u_max) (N m); per contact in stance fn = -k phi - b vn, ft = -mu fn tanh(vt / vs) (N), zero
+    in flight; dv/dt = M^-1 (B tau - h + sum Jn^T fn + Jt^T ft) by the tree's block solve.
+    Outputs: xdot (n), the gaps phi (nc, m) and normal velocities vn (nc, m/s) for the event
+    functions, force (nc x 2: normal, tangential) and tau (nu) for the plant's outputs."""
+    q, v = model.q, model.v
+    nu, nc = model.nu, model.nc
+    joints = actuated_joints(model)
+    s = ca.SX.sym("s", nc)
+    u = ca.SX.sym("u", 5 * nu)
+    vs = ca.SX.sym("vs")
+    tau_ff, q_des, v_des, kp, kd = (u[k * nu:(k + 1) * nu] for k in range(5))
+    tau = ca.SX(0, 1)
+    for a, j in enumerate(joints):
+        raw = tau_ff[a] + kp[a] * (q_des[a] - q[int(j)]) + kd[a] * (v_des[a] - v[int(j)])
+        umax = model.u_max[a]
+        tau = ca.vertcat(tau, ca.fmin(ca.fmax(raw, -umax), umax) if np.isfinite(umax) else raw)
+    phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.tangent_jacobian()
+    vn, vt = Jn @ v, Jt @ v
+    gen = (model.B @ tau if nu else 0) - model.bias
+    force = ca.SX(nc, 2)
+    for i, c in enumerate(model.contacts):
+        fn = ca.if_else(s[i] > 0.5, -c.stiffness * phi[i] - c.damping * vn[i], 0.0)
+        ft = -c.mu * fn * ca.tanh(vt[i] / vs) if c.mu > 0 else ca.SX(0)
+        gen = gen + Jn[i, :].T * fn + Jt[i, :].T * ft
+        force[i, 0], force[i, 1] = fn, ft
+    dv = block_solve(model.mass_matrix, gen, mass_matrix_pattern(model))
+    return ca.Function("ess_rhs", [ca.vertcat(q, v), s, u, vs], [ca.vertcat(v, dv), phi, vn, force, tau],
+                       ["x", "s", "u", "vs"], ["xdot", "phi", "vn", "force", "tau"])
 
 
 def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
-    """Compile the three C functions the ESS plant needs from the model's expressions."""
+    """Compile the C functions the ESS plant needs from the model's expressions: the vector field
+    (every f), the dynamics terms (W's rebuilds), the contact gaps and Jacobians (events)."""
     q, v = model.q, model.v
     M, h = model.mass_matrix, model.bias
     phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.tangent_jacobian()
     fns = [
+        vector_field(model),
         ca.Function("ess_terms", [q, v], [M, h, phi, Jn, Jt], ["q", "v"], ["M", "h", "phi", "Jn", "Jt"]),
         ca.Function("ess_contact", [q], [phi, Jn], ["q"], ["phi", "Jn"]),
         ca.Function("ess_dJnv", [q, v], [ca.jacobian(Jn @ v, q)], ["q", "v"], ["dJnv_dq"]),
@@ -57,169 +107,96 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
 
 
-@njit(cache=True, fastmath=FAST)
-def _cholesky(M, L, n):
-    """Cholesky factor of the symmetric positive definite M (n x n) into L (lower triangle; the
-    diagonal holds reciprocals, so the solves below need no divisions)."""
-    for j in range(n):
-        s = M[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        d = 1.0 / np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s * d
-
-
-@njit(cache=True, fastmath=FAST)
-def _cholesky_solve(L, b, out, n):
-    """Solve M out = b with the factor of `_cholesky`."""
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * out[k]
-        out[i] = s * L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * out[k]
-        out[i] = s * L[i, i]
-
-
 @njit(cache=True)
-def _memo_hit(x, xb):
-    """True if the `ess_terms` buffer was filled at exactly this x (xb = that x, then a valid flag)."""
+def _rhs_at(x, sigma, p, ctx):
+    """Evaluate ess_rhs at x under the contact modes of sigma and the command held in p, unless
+    fout already holds exactly that (the integrator asks f, h and the outputs at one point
+    several times per step: f at a step's end is the next step's first stage, h follows f)."""
+    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
+    nu, nc = int(p[2]), int(p[3])
     n = x.shape[0]
-    if xb[n] == 0.0:
-        return False
+    same = memo[0] != 0.0
     for i in range(n):
-        if x[i] != xb[i]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _terms_at(x, ctx, nv):
-    """Fill the `ess_terms` buffer (M, h, phi, Jn, Jt) at x and factor M, unless it already holds x.
-
-    The integrator asks for f and h at the same point several times per step (f at the step's
-    end is the next step's first stage; h follows f at the same point; each tick starts where
-    the last ended): the memo removes those repeated C calls and factorisations."""
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
-    if _memo_hit(x, xb):
-        return
-    n = x.shape[0]
-    call_flat(addr[0], x.ctypes.data, bt.ctypes.data)
-    _cholesky(bt[:nv * nv].reshape((nv, nv)), L, nv)
-    for i in range(n):
-        xb[i] = x[i]
-    xb[n] = 1.0
-
-
-@njit(cache=True, fastmath=FAST)
-def _actuator_torque(x, p, a, nq, nu, nc):
-    """Clipped joint impedance torque of actuator a (N m) for the command held in p."""
-    base = HEADER + 3 * nc
-    cmd = base + 2 * nu
-    j = int(p[base + a])
-    tau = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j])
-           + p[cmd + 4 * nu + a] * (p[cmd + 2 * nu + a] - x[nq + j]))
-    umax = p[base + nu + a]
-    return min(max(tau, -umax), umax)
-
-
-@njit(cache=True, fastmath=FAST)
-def _stance_force(x, p, bt, i, nq, nv, nc):
-    """(fn, ft) of contact i in stance, N: spring-damper normal force, tanh-regularised friction
-    (ft = 0 without friction). bt holds the `ess_terms` outputs at x."""
-    o_phi = nv * nv + nv
-    o_jn = o_phi + nc
-    o_jt = o_jn + nc * nv
-    vn = 0.0
-    for k in range(nv):
-        vn += bt[o_jn + i * nv + k] * x[nq + k]
-    fn = -p[HEADER + i] * bt[o_phi + i] - p[HEADER + nc + i] * vn
-    mu = p[HEADER + 2 * nc + i]
-    if mu <= 0.0:
-        return fn, 0.0
-    vt = 0.0
-    for k in range(nv):
-        vt += bt[o_jt + i * nv + k] * x[nq + k]
-    return fn, -mu * fn * np.tanh(vt / p[4])
+        if fin[i] != x[i]:
+            same = False
+            fin[i] = x[i]
+    for i in range(nc):
+        s = 1.0 if sigma[i] > 0.0 and sigma[nc + i] < 0.0 else 0.0
+        if fin[n + i] != s:
+            same = False
+            fin[n + i] = s
+    off = p.shape[0] - 5 * nu
+    for k in range(5 * nu):
+        if fin[n + nc + k] != p[off + k]:
+            same = False
+            fin[n + nc + k] = p[off + k]
+    if not same:
+        call_flat(addr[C_RHS], fin.ctypes.data, fout.ctypes.data)
+        memo[0] = 1.0
 
 
 @njit(cache=True)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
     """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x."""
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
-    nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
-    _terms_at(x, ctx, nv)
+    fout = ctx[2]
+    nu, nc = int(p[2]), int(p[3])
+    n = x.shape[0]
+    _rhs_at(x, sigma, p, ctx)
+    o = n + 2 * nc
     for i in range(nc):
         contact[i] = sigma[i] > 0.0 and sigma[nc + i] < 0.0
-        force[i, 0], force[i, 1] = _stance_force(x, p, bt, i, nq, nv, nc) if contact[i] else (0.0, 0.0)
+        force[i, 0] = fout[o + 2 * i]
+        force[i, 1] = fout[o + 2 * i + 1]
     for a in range(nu):
-        tau[a] = _actuator_torque(x, p, a, nq, nu, nc)
+        tau[a] = fout[o + 2 * nc + a]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True)
 def robot_f(t, x, sigma, p, ctx, out):
     """dx/dt = (v, M^-1 (B tau + sum Jn^T fn + Jt^T ft - h)) for the current contact modes."""
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
-    nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
-    _terms_at(x, ctx, nv)
-    o_h = nv * nv
-    o_jn = o_h + nv + nc
-    o_jt = o_jn + nc * nv
-    for i in range(nv):
-        gen[i] = -bt[o_h + i]
-    base = HEADER + 3 * nc
-    for a in range(nu):
-        gen[int(p[base + a])] += _actuator_torque(x, p, a, nq, nu, nc)
-    for i in range(nc):
-        if sigma[i] > 0.0 and sigma[nc + i] < 0.0:
-            fn, ft = _stance_force(x, p, bt, i, nq, nv, nc)
-            for k in range(nv):
-                gen[k] += bt[o_jn + i * nv + k] * fn + bt[o_jt + i * nv + k] * ft
-    for i in range(nq):
-        out[i] = x[nq + i]
-    _cholesky_solve(L, gen, out[nq:], nv)
+    fout = ctx[2]
+    _rhs_at(x, sigma, p, ctx)
+    for i in range(x.shape[0]):
+        out[i] = fout[i]
 
 
 @njit(cache=True)
 def robot_h(x, p, ctx, out):
     """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
+    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
-    if _memo_hit(x, xb):  # phi and Jn are in the terms buffer already (h follows f at one point)
-        buf, o = bt, nv * nv + nv
-    else:
-        call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
-        buf, o = bc, 0
+    n = x.shape[0]
+    fresh = memo[0] != 0.0  # ess_rhs's phi and vn are at x already (h follows f at one point)
+    if fresh:
+        for i in range(n):
+            if fin[i] != x[i]:
+                fresh = False
+                break
+    if not fresh:
+        call_flat(addr[C_CONTACT], x.ctypes.data, bc.ctypes.data)
     force_liftoff = p[5] > 0.0
     for i in range(nc):
-        phi = buf[o + i]
-        out[i] = -phi
-        if force_liftoff:
-            vn = 0.0
-            for k in range(nv):
-                vn += buf[o + nc + i * nv + k] * x[nq + k]
-            out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn
+        if fresh:
+            phi, vn = fout[n + i], fout[n + nc + i]
         else:
-            out[nc + i] = phi
+            phi = bc[i]
+            vn = 0.0
+            if force_liftoff:
+                for k in range(nv):
+                    vn += bc[nc + i * nv + k] * x[nq + k]
+        out[i] = -phi
+        out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn if force_liftoff else phi
 
 
 @njit(cache=True)
 def robot_Dh(x, p, ctx, out):
     """Jacobian (2nc x (nq + nv)) of `robot_h`."""
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
+    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
-    call_flat(addr[1], x.ctypes.data, bc.ctypes.data)
+    call_flat(addr[C_CONTACT], x.ctypes.data, bc.ctypes.data)
     force_liftoff = p[5] > 0.0
     if force_liftoff:
-        call_flat(addr[2], x.ctypes.data, bg.ctypes.data)
+        call_flat(addr[C_DJNV], x.ctypes.data, bg.ctypes.data)
     out[:, :] = 0.0
     for i in range(nc):
         k_i, b_i = p[HEADER + i], p[HEADER + nc + i]
@@ -240,33 +217,53 @@ def robot_wprep(t, x, sigma, p, ctx):
     K = -dF/dq and D = -dF/dv of the generalised force F from the joint impedance (unless
     saturated) and the stance contacts (spring-damper normal force, tanh friction), with the
     Jacobians' own derivatives, gravity and Coriolis left out (a W-method keeps order 2 for any W).
-    Stores M, K, D in W[0:3]; reads the `ess_terms` buffer at x (memoised: robot_f has just
-    filled it at x). Memoised too: W is kept when x and the contact modes are those of the last
-    call (a tick starts where the last one ended), even if the command's gains changed since,
-    which a W-method allows (order 2 for any W; a stale W only costs step size).
+    Stores M, K, D in W[0:3] from one `ess_terms` call at x.
+
+    Reuse (a W-method's licence: any W keeps order 2, a stale one only costs step size): W is
+    kept while the contact modes and the command's gains are those it was built with, for up to
+    p[6] (`w_reuse`) further steps; at the same x it is always kept. A rebuild marks the
+    factor of `robot_wsolve` stale.
     """
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
+    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     n, m = x.shape[0], sigma.shape[0]
-    o = n + 1  # xb[o:o+n] = x of the last W, then sigma (m), then a valid flag
-    if xb[o + n + m] != 0.0:
+    # memo[o:o+n] = x of the last W, then sigma (m), a valid flag, the gains kp, kd (2 nu) it was
+    # built with, its age in steps, the g of the current factor and a "factor stale" flag
+    o = 1
+    og = o + n + m + 1
+    gains = p.shape[0] - 2 * nu
+    if memo[o + n + m] != 0.0:
         same = True
-        for i in range(n):
-            if x[i] != xb[o + i]:
-                same = False
-                break
         for k in range(m):
-            if sigma[k] != xb[o + n + k]:
+            if sigma[k] != memo[o + n + k]:
                 same = False
                 break
         if same:
-            return
+            for k in range(2 * nu):
+                if p[gains + k] != memo[og + k]:
+                    same = False
+                    break
+        if same:
+            same_x = True
+            for i in range(n):
+                if x[i] != memo[o + i]:
+                    same_x = False
+                    break
+            if same_x:
+                return
+            if memo[og + 2 * nu] < p[6]:
+                memo[og + 2 * nu] += 1.0
+                return
     for i in range(n):
-        xb[o + i] = x[i]
+        memo[o + i] = x[i]
     for k in range(m):
-        xb[o + n + k] = sigma[k]
-    xb[o + n + m] = 1.0
-    _terms_at(x, ctx, nv)
+        memo[o + n + k] = sigma[k]
+    memo[o + n + m] = 1.0
+    for k in range(2 * nu):
+        memo[og + k] = p[gains + k]
+    memo[og + 2 * nu] = 0.0  # age
+    memo[og + 2 * nu + 2] = 1.0  # the factor is stale
+    call_flat(addr[C_TERMS], x.ctypes.data, bt.ctypes.data)
     Mx, Kx, Dx = W[0], W[1], W[2]
     for i in range(nv):
         for j in range(nv):
@@ -320,6 +317,8 @@ def robot_wprep(t, x, sigma, p, ctx):
                     Dx[r, c] += nr * jn[c] + tr * jt[c]
 
 
+
+
 @njit(cache=True, fastmath=FAST)
 def _lu_factor(A, piv, n):
     """LU factorisation with partial pivoting, in place (unit lower triangle below the diagonal)."""
@@ -365,16 +364,25 @@ def _lu_solve(A, piv, b, n):
 @njit(cache=True, fastmath=FAST)
 def robot_wsolve(g, refactor, p, ctx, rhs, out):
     """out = (I - g W)^-1 rhs for the W of `robot_wprep`: with (r_q, r_v) = rhs,
-    (M + g D + g^2 K) out_v = M r_v - g K r_q and out_q = r_q + g out_v (one nv x nv LU)."""
-    addr, bt, bc, bg, gen, L, W, piv, xb = ctx
-    nq, nv = int(p[0]), int(p[1])
+    (M + g D + g^2 K) out_v = M r_v - g K r_q and out_q = r_q + g out_v (one nv x nv LU,
+    refactored only when asked and W was rebuilt or g moved by more than G_KEEP since the last
+    factor; the steps of a tick-bound run differ in g by rounding only)."""
+    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
+    nq, nv, nu = int(p[0]), int(p[1]), int(p[2])
     Mx, Kx, Dx, A = W[0], W[1], W[2], W[3]
-    if refactor:
+    og = memo.shape[0] - 2 * nu - 3  # robot_wprep's bookkeeping: age, g of the factor, stale flag
+    g_f = memo[og + 2 * nu + 1]
+    if refactor and (memo[og + 2 * nu + 2] != 0.0 or abs(g - g_f) > G_KEEP * g_f):
+        memo[og + 2 * nu + 1] = g
+        memo[og + 2 * nu + 2] = 0.0
         g2 = g * g
         for i in range(nv):
             for j in range(nv):
                 A[i, j] = Mx[i, j] + g * Dx[i, j] + g2 * Kx[i, j]
         _lu_factor(A, piv, nv)
+    else:
+        # the factor's g, in the whole solve: exactly (I - g W')^-1 with W' = (g_f / g) W, still a W
+        g = g_f
     for i in range(nv):
         s = 0.0
         for j in range(nv):
@@ -393,17 +401,69 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
 # B (bool, (3 + m) x m): armed, pending, parked, then the m x m reset matrix
 F_T, F_HSTEP, F_RTOL, F_ATOL, F_HMAX, F_LIVE, F_EPS = 0, 1, 3, 4, 5, 6, 8
 I_VIOL, I_MAXEV, I_METHOD, I_EVPOS, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 3, 4, 5, 8
-BAD_COMMAND = -1
-# default (rtol, atol) per method: ros23's at about the accuracy dopri5's had (docs/ESS.md)
-DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4)}  # step_robot's status for a command that fails the fast check
+BAD_COMMAND = -1  # the compiled step's status for a command that fails its check
+G_KEEP = 0.02  # robot_wsolve keeps its factor while g is within 2 % of the factor's g
+W_REUSE = 8  # default EssPlant(w_reuse=...): steps W is kept within a contact mode (docs/ESS.md)
+# default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros2's error
+# estimate is of first order and overstates its error, so its tolerance is looser (docs/ESS.md)
+DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4), "ros2": (1e-1, 1e-3)}
+
+
+
+# The plant's arrays live in two arenas, so that a compiled entry point takes two arguments for
+# all of them (numba's dispatch costs ~0.1 us per array argument, and more past ten):
+# wk (float64): ctx's fin, fout, bt, bc, bg, gen, W, memo, then p and F, back to back;
+# wi (int64): the 9 offsets of ctx's parts in wk (the last is their end), nv, p's and F's ranges
+# in wk, I's range in wi, the 4 C function addresses, piv (nv), then I.
+WI_NV, WI_P, WI_F, WI_I, WI_ADDR, WI_PIV = 9, 10, 12, 14, 16, 20
+
+
+def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: np.ndarray, F: np.ndarray,
+                 I: np.ndarray):
+    """Allocate the arenas (wk, wi) for a model's compiled functions `lib` and copy the plant's
+    p, F, I into them; returns (wk, wi, ctx, p, F, I), ctx and the arrays being views of the
+    arenas, the same that `_context` and `_arrays` build inside compiled code."""
+    n, m = nq + nv, 2 * nc
+    rhs = lib["ess_rhs"]
+    sizes = [rhs.n_in, rhs.n_out, lib["ess_terms"].n_out, lib["ess_contact"].n_out, lib["ess_dJnv"].n_out, nv,
+             4 * nv * nv, 1 + n + m + 1 + 2 * nu + 3]  # memo: fout valid; W's x, sigma, flag, gains, age, g, stale
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    o_p = offsets[-1]
+    o_F = o_p + p.size
+    wk = np.zeros(o_F + F.size)
+    addr = [lib[f].address for f in ("ess_rhs", "ess_terms", "ess_contact", "ess_dJnv")]
+    o_I = WI_PIV + nv
+    wi = np.concatenate([offsets, [nv, o_p, o_F, o_F, o_F + F.size, o_I, o_I + I.size], addr, np.zeros(nv),
+                         I]).astype(np.int64)
+    wk[o_p:o_F] = p
+    wk[o_F:] = F
+    ctx = _context(wk, wi)
+    ctx[1][-1] = slip_speed  # fin's last entry: ess_rhs's vs input
+    return (wk, wi, ctx) + _arrays(wk, wi)
+
+
+@njit(cache=True)
+def _context(wk, wi):
+    """The ctx tuple (addr, fin, fout, bt, bc, bg, gen, W, piv, memo) as views of the arenas."""
+    nv = wi[WI_NV]
+    return (wi[WI_ADDR:WI_ADDR + 4], wk[wi[0]:wi[1]], wk[wi[1]:wi[2]], wk[wi[2]:wi[3]], wk[wi[3]:wi[4]],
+            wk[wi[4]:wi[5]], wk[wi[5]:wi[6]], wk[wi[6]:wi[7]].reshape((4, nv, nv)), wi[WI_PIV:WI_PIV + nv],
+            wk[wi[7]:wi[8]])
+
+
+@njit(cache=True)
+def _arrays(wk, wi):
+    """The plant's parameter vector p, float state F and integer state I as views of the arenas."""
+    return wk[wi[WI_P]:wi[WI_P + 1]], wk[wi[WI_F]:wi[WI_F + 1]], wi[wi[WI_I]:wi[WI_I + 1]]
 
 
 @njit  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
-def integrate_robot(ctx, p, F, I, B, tf, t_eval, x_eval):
+def integrate_robot(wk, wi, B, tf, t_eval, x_eval):
     """`kernel.ess_integrate` bound to the robot vector field: integrate the plant state in F/I/B
     to time tf under the command held in p. Returns the kernel's status (guard in I[I_GUARD])."""
+    ctx = _context(wk, wi)
+    p, F, I = _arrays(wk, wi)
     m = B.shape[1]
-    n = F.shape[0] - F_EPS - 2 * m
     x = F[F_EPS + 2 * m:]
     t = F[F_T]
     span = tf - t
@@ -419,45 +479,68 @@ def integrate_robot(ctx, p, F, I, B, tf, t_eval, x_eval):
     return status
 
 
-@njit(cache=True)
-def _load_command(p, cmd):
-    """Hold the packed command (5 nu) in p if it is well formed (finite, gains >= 0)."""
-    nu = int(p[2])
-    if cmd.shape[0] != 5 * nu:
-        return False
-    for i in range(5 * nu):
-        if not np.isfinite(cmd[i]) or (i >= 3 * nu and cmd[i] < 0.0):
-            return False
-    off = p.shape[0] - 5 * nu
-    for i in range(5 * nu):
-        p[off + i] = cmd[i]
-    return True
-
-
 @njit
-def step_robot(ctx, p, F, I, B, cmd, tf, out, contact):
-    """One plant tick in one compiled call: hold cmd (packed; empty keeps the held one), integrate
-    to tf, write q, v, forces (nc x 2, flat) and torques into out and the flags into contact."""
-    if cmd.shape[0] and not _load_command(p, cmd):
-        return BAD_COMMAND
-    t_eval = np.empty(0)
-    status = integrate_robot(ctx, p, F, I, B, tf, t_eval, np.empty((0, out.shape[0])))
+def _tick(wk, wi, B, tf, out, contact):
+    """Integrate to tf under the held command; write q, v, forces (nc x 2, flat) and torques into
+    out and the contact flags into contact. Returns the kernel's status."""
+    status = integrate_robot(wk, wi, B, tf, np.empty(0), np.empty((0, out.shape[0])))
     if status == K.OK:
+        p, F, I = _arrays(wk, wi)
         nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
         n = nq + nv
         m = B.shape[1]
         x = F[F_EPS + 2 * m:]
         for i in range(n):
             out[i] = x[i]
-        fill_outputs(x, F[F_EPS + m:F_EPS + 2 * m], p, ctx, out[n:n + 2 * nc].reshape((nc, 2)),
+        fill_outputs(x, F[F_EPS + m:F_EPS + 2 * m], p, _context(wk, wi), out[n:n + 2 * nc].reshape((nc, 2)),
                      out[n + 2 * nc:n + 2 * nc + nu], contact)
     return status
 
 
+def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf, out, contact):
+    """One plant tick in one compiled call: hold the command (its five fields, each nu long) if it
+    is well formed (finite, gains >= 0), integrate to tf and write the outputs (see `_tick`).
+    BAD_COMMAND, the plant untouched, if it is not."""
+    p = _arrays(wk, wi)[0]
+    nu = int(p[2])
+    fields = (tau_ff, q_des, v_des, kp, kd)
+    for f in range(5):
+        if fields[f].shape[0] != nu:
+            return BAD_COMMAND
+        for a in range(nu):
+            if not np.isfinite(fields[f][a]) or (f >= 3 and fields[f][a] < 0.0):
+                return BAD_COMMAND
+    off = p.shape[0] - 5 * nu
+    for f in range(5):
+        for a in range(nu):
+            p[off + f * nu + a] = fields[f][a]
+    return _tick(wk, wi, B, tf, out, contact)
+
+
+_STEP_FIELDS = []  # the compiled `_step_fields_py`, built at the first step() of a process
+
+
+def step_fields():
+    """`_step_fields_py` compiled once, for C-contiguous float64 command fields, writable or not
+    (the bridge decodes commands as read-only views of the message): any other argument type
+    (ints, strided arrays, lists) is a TypeError at dispatch, which step() answers by the
+    validating path, never by compiling another version."""
+    if not _STEP_FIELDS:
+        from numba import types as nbt
+
+        f1 = nbt.float64[::1]
+        ro = nbt.Array(nbt.float64, 1, "C", readonly=True)
+        sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64, f1,
+                        nbt.boolean[::1])
+        _STEP_FIELDS.append(njit(sig)(_step_fields_py))
+    return _STEP_FIELDS[0]
+
+
 @njit
-def rollout_robot(ctx, p, F, I, B, commands, period, out_x):
+def rollout_robot(wk, wi, B, commands, period, out_x):
     """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
     Returns the status (ticks completed in I[I_TICKS])."""
+    p, F, I = _arrays(wk, wi)
     m = B.shape[1]
     x = F[F_EPS + 2 * m:]
     te = np.empty(0)
@@ -467,7 +550,7 @@ def rollout_robot(ctx, p, F, I, B, commands, period, out_x):
     I[I_TICKS] = 0
     for k in range(commands.shape[0]):
         p[off:] = commands[k]
-        status = integrate_robot(ctx, p, F, I, B, t0 + (k + 1) * period, te, xe)
+        status = integrate_robot(wk, wi, B, t0 + (k + 1) * period, te, xe)
         if status != K.OK:
             return status
         out_x[k] = x
@@ -489,13 +572,16 @@ class EssPlant:
         rtol, atol: step error tolerances (default per method: DEFAULT_TOL); h_max: largest
             integration step, s.
         slip_speed: v_s of the tanh friction law, m/s. liftoff: "force" or "gap".
+        w_reuse: ros23 only: how many further steps W (and its factor) is kept while the contact
+            modes and the command's gains are unchanged (0: rebuilt at every new state; the
+            accuracy and speed of each: docs/ESS.md).
         on_violation: "locate" (default: exact event location where liveness fails) or "raise".
         cache_dir, verbose: code-generation cache folder and whether to announce compiling.
     """
 
     def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
                  h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
-                 on_violation: str = "locate", max_events: int = 10_000, cache_dir: Path | str | None = None,
+                 w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000, cache_dir: Path | str | None = None,
                  verbose: bool = True):
         if model.nq != model.nv:
             raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
@@ -514,42 +600,42 @@ class EssPlant:
                             ("slip_speed", slip_speed)):
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"EssPlant: {name} must be finite and > 0, got {value}")
+        if isinstance(w_reuse, bool) or not isinstance(w_reuse, (int, np.integer)) or w_reuse < 0:
+            raise ValueError(f"EssPlant: w_reuse must be an integer >= 0 (steps), got {w_reuse!r}")
         if liftoff not in ("force", "gap"):
             raise ValueError(f"EssPlant: liftoff must be 'force' or 'gap', got {liftoff!r}")
         if on_violation not in ("locate", "raise"):
             raise ValueError(f"EssPlant: on_violation must be 'locate' or 'raise', got {on_violation!r}")
         self.model = model
         self.options = dict(eps=eps, rtol=rtol, atol=atol, h_max=h_max, method=method, slip_speed=slip_speed,
-                            liftoff=liftoff, on_violation=on_violation, max_events=max_events)
+                            liftoff=liftoff, w_reuse=int(w_reuse), on_violation=on_violation,
+                            max_events=max_events)
         lib = _lib(model, cache_dir, verbose)
         nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
         n, m = nq + nv, 2 * nc
         self._joints = actuated_joints(model)
         stiff = np.array([c.stiffness for c in model.contacts])
         self._p = np.concatenate([
-            [nq, nv, nu, nc, slip_speed, 1.0 if liftoff == "force" else 0.0],
+            [nq, nv, nu, nc, slip_speed, 1.0 if liftoff == "force" else 0.0, w_reuse],
             stiff, [c.damping for c in model.contacts], [c.mu for c in model.contacts],
             self._joints.astype(float), np.where(np.isfinite(model.u_max), model.u_max, 1e300),
             np.zeros(5 * nu),
         ])
         self._cmd = HEADER + 3 * nc + 2 * nu
         self._lib = lib  # keeps the shared library (and so the addresses below) alive
-        ctx = (
-            np.array([lib[n].address for n in ("ess_terms", "ess_contact", "ess_dJnv")], dtype=np.int64),
-            np.empty(lib["ess_terms"].n_out), np.empty(lib["ess_contact"].n_out), np.empty(lib["ess_dJnv"].n_out),
-            np.empty(nv), np.zeros((nv, nv)), np.zeros((4, nv, nv)), np.zeros(nv, dtype=np.int64),
-            np.zeros(2 * n + m + 2),  # memos: x of the terms buffer + flag; x, sigma of W + flag
-        )
         reset = np.zeros((m, m), dtype=np.bool_)
         for i in range(nc):
             reset[i, nc + i] = reset[nc + i, i] = True
-        self.system = EssSystem(robot_f, robot_h, robot_Dh, n=n, m=m, reset=reset, ctx=ctx,
-                                name=f"{model.name}-ess", wprep=robot_wprep, wsolve=robot_wsolve)
         self._F = np.zeros(F_EPS + 2 * m + n)
         self._F[[F_RTOL, F_ATOL, F_HMAX, F_LIVE]] = rtol, atol, h_max, 1e-12
         self._F[F_EPS:F_EPS + m] = np.concatenate([np.full(nc, eps), eps * (stiff if liftoff == "force" else np.ones(nc))])
         self._I = np.zeros(I_STATS + K.N_STATS, dtype=np.int64)
         self._I[[I_VIOL, I_MAXEV, I_METHOD]] = 0 if on_violation == "raise" else 1, max_events, K.METHODS[method]
+        # from here on p, F and I are views of the arenas that the compiled entry points take
+        self._wk, self._wi, ctx, self._p, self._F, self._I = make_context(lib, nq, nv, nu, nc, slip_speed, self._p,
+                                                                          self._F, self._I)
+        self.system = EssSystem(robot_f, robot_h, robot_Dh, n=n, m=m, reset=reset, ctx=ctx,
+                                name=f"{model.name}-ess", wprep=robot_wprep, wsolve=robot_wsolve)
         self._B = np.zeros((3 + m, m), dtype=np.bool_)
         self._B[3:] = reset
         self._eps = self._F[F_EPS:F_EPS + m]
@@ -561,6 +647,8 @@ class EssPlant:
                             (nc, 2), nc)
         self._empty = np.zeros(0)
         self._empty2 = np.zeros((0, n))
+        c = self._cmd  # the held command's fields, as views of p (what step(None) holds)
+        self._held = JointCommand(*(self._p[c + k * nu:c + (k + 1) * nu] for k in range(5)))
         self._ready = False
         # guard bookkeeping, as views of the plant's arrays
         self.guards = GuardState(self._F[F_EPS + m:F_EPS + 2 * m], self._B[0], self._B[1], self._B[2])
@@ -585,6 +673,7 @@ class EssPlant:
         self.x[:] = np.concatenate([q, v])
         self.t = float(t)
         nc = m.nc
+        self.system.ctx[-1][:] = 0.0  # forget the memos (f's outputs, W and its factor): the state jumped
         hx = np.empty(2 * nc)
         robot_h(self.x, self._p, self.system.ctx, hx)
         g = self.guards
@@ -606,18 +695,11 @@ class EssPlant:
     def step(self, command: JointCommand | None, dt: float) -> PlantState:
         """Advance dt seconds holding `command` (None keeps the previous one); returns the state.
 
-        One compiled call per tick (command check, integration, outputs); a command that fails
-        the fast check goes through `pack_command`, whose ValueError names the bad field.
+        One compiled call per tick (command check, integration, outputs) taking the command's
+        fields as they are; a command that fails the fast check (wrong type, length, non-finite
+        values, negative gains) goes through `pack_command`, whose ValueError names the bad field,
+        and then the same call (so warming up with any command compiles all that a run uses).
         """
-        if command is None:
-            packed = self._empty
-        else:
-            try:
-                packed = np.concatenate((command.tau_ff, command.q_des, command.v_des, command.kp, command.kd))
-            except (ValueError, TypeError):
-                packed = None
-            if packed is None or packed.dtype != np.float64 or packed.ndim != 1:
-                packed = pack_command(command, self.model)
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         F = self._F
@@ -628,11 +710,17 @@ class EssPlant:
         sq, sv, sf, st, fshape, nc = self._out_layout
         out = np.empty(self._n_out)
         contact = np.empty(nc, np.bool_)
-        ctx = self.system.ctx
-        status = step_robot(ctx, self._p, F, self._I, self._B, packed, t_end, out, contact)
+        wk, wi, B, fast = self._wk, self._wi, self._B, step_fields()
+        c = self._held if command is None else command
+        try:
+            status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end, out, contact)
+        except TypeError:
+            status = BAD_COMMAND
         if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
+            nu = self.model.nu
             packed = pack_command(command, self.model)
-            status = step_robot(ctx, self._p, F, self._I, self._B, packed, t_end, out, contact)
+            status = fast(wk, wi, B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu], packed[3 * nu:4 * nu],
+                          packed[4 * nu:], t_end, out, contact)
         if status != K.OK:
             self._raise(status)
         return PlantState(F.item(F_T), out[sq], out[sv], contact, out[sf].reshape(fshape), out[st])
@@ -652,26 +740,35 @@ class EssPlant:
         else:
             te = np.ascontiguousarray(t_eval, dtype=np.float64)
             xe = np.full((te.size, self.system.n), np.nan)
-        status = integrate_robot(self.system.ctx, self._p, self._F, self._I, self._B, float(t_end), te, xe)
+        status = integrate_robot(self._wk, self._wi, self._B, float(t_end), te, xe)
         if status != K.OK:
             self._raise(status)
         return None if t_eval is None else xe
 
-    def rollout(self, commands: list[JointCommand], period: float) -> np.ndarray:
+    def rollout(self, commands: list[JointCommand] | np.ndarray, period: float) -> np.ndarray:
         """Apply commands[k] during the k-th tick of `period` seconds, all in compiled code.
 
         The batch form of calling step(commands[k], period) in a loop (same result), for
-        offline use and benchmarks. Returns the states x = (q, v) after each tick,
-        len(commands) x (nq + nv); the plant ends at the last state.
+        offline use and benchmarks. commands: JointCommands, or an array (ticks x 5 nu) of them
+        packed as `pack_command` does (tau_ff, q_des, v_des, kp, kd). Returns the states
+        x = (q, v) after each tick, len(commands) x (nq + nv); the plant ends at the last state.
         """
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before rollout()")
         if not (np.isfinite(period) and period > 0):
             raise ValueError(f"{self.model.name}: period must be finite and > 0, got {period}")
         nu = self.model.nu
-        packed = np.stack([pack_command(c, self.model) for c in commands]) if commands else np.zeros((0, 5 * nu))
+        if isinstance(commands, np.ndarray):
+            packed = np.ascontiguousarray(commands, dtype=np.float64)
+            if packed.ndim != 2 or packed.shape[1] != 5 * nu:
+                raise ValueError(f"{self.model.name}: packed commands must be ticks x {5 * nu} "
+                                 f"(tau_ff, q_des, v_des, kp, kd), got shape {commands.shape}")
+            if not np.isfinite(packed).all() or (packed[:, 3 * nu:] < 0).any():
+                raise ValueError(f"{self.model.name}: packed commands must be finite with gains kp, kd >= 0")
+        else:
+            packed = np.stack([pack_command(c, self.model) for c in commands]) if commands else np.zeros((0, 5 * nu))
         out = np.empty((len(commands), self.system.n))
-        status = rollout_robot(self.system.ctx, self._p, self._F, self._I, self._B, packed, float(period), out)
+        status = rollout_robot(self._wk, self._wi, self._B, packed, float(period), out)
         if status != K.OK:
             self._raise(status, f" (tick {self._I[I_TICKS]})")
         return out
