@@ -87,6 +87,13 @@ class JointCommand:
         return JointCommand(**out)
 
 
+def packed_commands_ok(packed: np.ndarray, nu: int) -> bool:
+    """True if `packed` (one command, 5 nu, or rows of them) holds float64 commands packed as
+    `pack_command` does, all finite, with gains kp, kd >= 0."""
+    return (packed.dtype == np.float64 and packed.ndim >= 1 and packed.shape[-1] == 5 * nu
+            and bool(np.isfinite(packed).all()) and not (packed[..., 3 * nu:] < 0).any())
+
+
 def pack_command(command: JointCommand, model: RobotModel) -> np.ndarray:
     """The command as one float64 vector (tau_ff, q_des, v_des, kp, kd), 5 nu long.
 
@@ -98,8 +105,7 @@ def pack_command(command: JointCommand, model: RobotModel) -> np.ndarray:
     except (ValueError, TypeError):
         packed = None
     nu = model.nu
-    if (packed is None or packed.dtype != np.float64 or packed.shape != (5 * nu,)
-            or not np.isfinite(packed).all() or (packed[3 * nu:] < 0).any()):
+    if packed is None or packed.ndim != 1 or not packed_commands_ok(packed, nu):
         c = command.validated(model)  # raises with a precise message, or fills missing fields
         packed = np.concatenate((c.tau_ff, c.q_des, c.v_des, c.kp, c.kd))
     return packed

@@ -275,6 +275,14 @@ def test_step_and_rollout_agree_and_bad_commands_leave_the_plant_untouched():
     assert plant.t == t_before
     state.q[:] = 99.0  # a returned state is the caller's: the plant keeps its own
     assert plant.x[0] != 99.0
+    packed = np.tile(np.concatenate([cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd]), (3, 1))
+    plant.reset(model.q0)
+    np.testing.assert_array_equal(plant.rollout(packed, 1e-3), xs[:3])  # packed rows == JointCommands
+    packed[1, 3 * nu] = -1.0
+    with pytest.raises(ValueError, match=r"packed commands must be ticks x 40 .* gains kp, kd >= 0"):
+        plant.rollout(packed, 1e-3)
+    with pytest.raises(ValueError, match="packed commands must be ticks x 40"):
+        plant.rollout(packed[:, :-1], 1e-3)
 
 
 # ----------------------------------------------------------------------------- the generated vector field and W
@@ -365,7 +373,7 @@ def test_w_is_reused_within_a_contact_mode_and_rebuilt_on_a_mode_change():
     x = np.concatenate([model.q0, np.zeros(model.nv)])
     flight, stance = np.array([-1.0, 1.0]), np.array([1.0, -1.0])
     p = plant._p.copy()
-    stale = ctx[-1].shape[0] - 1  # the "factor stale" flag: set by a rebuild
+    stale = ctx[-1].shape[0] - 1  # the "factor stale" flag (last of _w_book's bookkeeping): set by a rebuild
 
     def rebuilt(x, sigma):
         ctx[-1][stale] = 0.0
@@ -394,7 +402,8 @@ def test_step_takes_any_array_like_command_and_matches_float64():
     ro.flags.writeable = False
     wide = np.zeros((nu, 2))
     variants = [
-        JointCommand(np.zeros(nu, dtype=np.int64), q_des.copy(), np.zeros(nu), np.full(nu, 40, dtype=np.int64), [1.0] * nu),
+        JointCommand(np.zeros(nu, dtype=np.int64), q_des.copy(), np.zeros(nu), np.full(nu, 40, dtype=np.int64),
+                     [1.0] * nu),
         JointCommand(np.zeros(nu), q_des.copy(), wide[:, 0], ro, np.full(nu, 1.0)),
     ]
     for cmd in variants:

@@ -39,7 +39,7 @@ from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel, check_vector
 
-from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
+from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
 from . import kernel as K
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
 
@@ -210,6 +210,13 @@ def robot_Dh(x, p, ctx, out):
                 out[nc + i, c] = jn
 
 
+@njit(cache=True)
+def _w_book(memo, nu):
+    """Offset in memo of robot_wprep's bookkeeping after W's x, sigma and valid flag: the gains
+    kp, kd (2 nu) W was built with, its age in steps, the g of the current factor, a stale flag."""
+    return memo.shape[0] - 2 * nu - 3
+
+
 @njit(cache=True, fastmath=FAST)
 def robot_wprep(t, x, sigma, p, ctx):
     """ROS23's W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
@@ -227,10 +234,9 @@ def robot_wprep(t, x, sigma, p, ctx):
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     n, m = x.shape[0], sigma.shape[0]
-    # memo[o:o+n] = x of the last W, then sigma (m), a valid flag, the gains kp, kd (2 nu) it was
-    # built with, its age in steps, the g of the current factor and a "factor stale" flag
+    # memo[o:o+n] = x of the last W, then sigma (m), a valid flag, then the bookkeeping at og
     o = 1
-    og = o + n + m + 1
+    og = _w_book(memo, nu)
     gains = p.shape[0] - 2 * nu
     if memo[o + n + m] != 0.0:
         same = True
@@ -317,8 +323,6 @@ def robot_wprep(t, x, sigma, p, ctx):
                     Dx[r, c] += nr * jn[c] + tr * jt[c]
 
 
-
-
 @njit(cache=True, fastmath=FAST)
 def _lu_factor(A, piv, n):
     """LU factorisation with partial pivoting, in place (unit lower triangle below the diagonal)."""
@@ -370,7 +374,7 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu = int(p[0]), int(p[1]), int(p[2])
     Mx, Kx, Dx, A = W[0], W[1], W[2], W[3]
-    og = memo.shape[0] - 2 * nu - 3  # robot_wprep's bookkeeping: age, g of the factor, stale flag
+    og = _w_book(memo, nu)
     g_f = memo[og + 2 * nu + 1]
     if refactor and (memo[og + 2 * nu + 2] != 0.0 or abs(g - g_f) > G_KEEP * g_f):
         memo[og + 2 * nu + 1] = g
@@ -407,7 +411,6 @@ W_REUSE = 8  # default EssPlant(w_reuse=...): steps W is kept within a contact m
 # default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros2's error
 # estimate is of first order and overstates its error, so its tolerance is looser (docs/ESS.md)
 DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4), "ros2": (1e-1, 1e-3)}
-
 
 
 # The plant's arrays live in two arenas, so that a compiled entry point takes two arguments for
@@ -581,8 +584,8 @@ class EssPlant:
 
     def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
                  h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
-                 w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000, cache_dir: Path | str | None = None,
-                 verbose: bool = True):
+                 w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
+                 cache_dir: Path | str | None = None, verbose: bool = True):
         if model.nq != model.nv:
             raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
         if model.nc == 0:
@@ -760,11 +763,9 @@ class EssPlant:
         nu = self.model.nu
         if isinstance(commands, np.ndarray):
             packed = np.ascontiguousarray(commands, dtype=np.float64)
-            if packed.ndim != 2 or packed.shape[1] != 5 * nu:
-                raise ValueError(f"{self.model.name}: packed commands must be ticks x {5 * nu} "
-                                 f"(tau_ff, q_des, v_des, kp, kd), got shape {commands.shape}")
-            if not np.isfinite(packed).all() or (packed[:, 3 * nu:] < 0).any():
-                raise ValueError(f"{self.model.name}: packed commands must be finite with gains kp, kd >= 0")
+            if packed.ndim != 2 or not packed_commands_ok(packed, nu):
+                raise ValueError(f"{self.model.name}: packed commands must be ticks x {5 * nu} (tau_ff, q_des, "
+                                 f"v_des, kp, kd), finite, with gains kp, kd >= 0; got shape {commands.shape}")
         else:
             packed = np.stack([pack_command(c, self.model) for c in commands]) if commands else np.zeros((0, 5 * nu))
         out = np.empty((len(commands), self.system.n))
