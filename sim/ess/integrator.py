@@ -168,7 +168,7 @@ def integrate(
         system.f, system.h, system.Dh, system.wprep, system.wsolve, K.METHODS[method], system.ctx, x, float(t0), float(tf), p_arr,
         guards.sigma, guards.armed, guards.pending, guards.parked, system.reset_matrix(), eps_arr,
         system.paper_rule, rtol, atol, np.array([h0, 1e-4]), h_max, live_min, _VIOLATION[on_violation],
-        max_events, max_steps, te, x_eval, np.zeros(1, dtype=np.int64), stats,
+        max_events, max_steps, te, x_eval, stats, np.empty(K.work_size(system.n, system.m)),
     )
     if status == K.LIVENESS:
         raise LivenessError(guard, t, x)

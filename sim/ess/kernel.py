@@ -6,11 +6,12 @@ that a projection landing a hair short of a guard still counts as crossed.
 
 Loop until tf:
 1. If no *armed* guard k has h_k(x) >= -eps_k: one adaptive step (step control, max step
-   h_max) of either method: explicit Dormand-Prince 5(4) (METHOD_DOPRI5), or the linearly
+   h_max) of one of the methods: explicit Dormand-Prince 5(4) (METHOD_DOPRI5), or the linearly
    implicit Rosenbrock-W pair ROS23 (METHOD_ROS23, below: order 2 for *any* matrix W, L-stable
-   when W is the exact Jacobian), for stiff vector fields whose stiff part the system supplies
-   as W. If the step enters the eps-band of an armed guard,
-   the entry point h_k = -eps_k is located on the dense output and the step is cut there.
+   when W is the exact Jacobian) or its two-stage form ROS21 (METHOD_ROS21: the same solution
+   with a cheaper error estimate), for stiff vector fields whose stiff part the system supplies
+   as W. If the step enters the eps-band of an armed guard, the entry point h_k = -eps_k is
+   located on the dense output and the step is cut there.
 2. Else projection step: G = f(x, sigma); for armed k in the band, dt_k = -h_k / (Dh_k . G);
    j = argmin dt_k; x += G dt_j; t += dt_j; guard j is crossed (sigma_j = +1). Repeated
    projections resolve near-simultaneous crossings one guard at a time.
@@ -32,9 +33,9 @@ User functions (numba-compiled, each with the signature shown):
     f(t, x, sigma, p, ctx, out)     -> writes dx/dt into out (n)
     h(x, p, ctx, out)               -> writes event values into out (m)
     Dh(x, p, ctx, out)              -> writes the m x n event Jacobian into out
-    wprep(t, x, sigma, p, ctx)      -> ROS23 only: capture what W needs at x. The kernel calls it
+    wprep(t, x, sigma, p, ctx)      -> ROS23/ROS21 only: capture what W needs at x. The kernel calls it
                                        right after f(t, x, sigma, p, ctx, .) at the same point.
-    wsolve(g, refactor, p, ctx, rhs, out) -> ROS23 only: out = (I - g W)^-1 rhs for W captured by
+    wsolve(g, refactor, p, ctx, rhs, out) -> ROS23/ROS21: out = (I - g W)^-1 rhs for W captured by
                                        the last wprep; refactor is True when g or the point changed.
 `no_wprep`/`no_wsolve` (W = 0) make ROS23 an explicit second-order Runge-Kutta pair.
 p is a float64 parameter vector and ctx any numba-typable tuple (e.g. compiled C function
@@ -72,8 +73,8 @@ A61, A62, A63, A64, A65 = 9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0
 B1, B3, B4, B5, B6 = 35.0 / 384.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0
 E1, E3, E4, E5, E6, E7 = (71.0 / 57600.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0,
                           22.0 / 525.0, -1.0 / 40.0)
-METHOD_DOPRI5, METHOD_ROS23, METHOD_ROS2 = 0, 1, 2
-METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23, "ros2": METHOD_ROS2}
+METHOD_DOPRI5, METHOD_ROS23, METHOD_ROS21 = 0, 1, 3
+METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23, "ros21": METHOD_ROS21}
 # ROS23, the Rosenbrock-W pair of Shampine & Reichelt's ode23s (SIAM J. Sci. Comput. 18, 1997),
 # with W in place of the Jacobian and no df/dt term (W-method: order 2 for any W):
 #   (I - d h W) K1 = f(x);  F1 = f(x + h/2 K1);  (I - d h W) (K2 - K1) = F1 - K1;  x+ = x + h K2;
@@ -82,13 +83,12 @@ METHODS = {"dopri5": METHOD_DOPRI5, "ros23": METHOD_ROS23, "ros2": METHOD_ROS2}
 # is of third order (exponent 1/3); F2 is the next step's f(x) and the dense output's end slope.
 ROS_D = 1.0 / (2.0 + np.sqrt(2.0))
 ROS_E32 = 6.0 + np.sqrt(2.0)
-# ROS2, the two-stage Rosenbrock-W method of Verwer, Spee, Blom & Hundsdorfer (SIAM J. Sci.
-# Comput. 20, 1999): order 2 for *any* W, L-stable with the exact Jacobian, gamma = 1 + 1/sqrt 2:
-#   (I - gamma h W) K1 = f(x);  (I - gamma h W) K2 = f(x + h K1) - 2 K1;  x+ = x + h (3/2 K1 + 1/2 K2),
-# error against the embedded first-order x + h K1: err = h/2 (K1 + K2) (exponent 1/2). Two f and
-# two solves per step and no f at x+: when every step ends a tick whose command changes f, the
-# end-point f that ROS23 needs (its error estimate and FSAL) is an evaluation wasted.
-ROS2_GAMMA = 1.0 + 1.0 / np.sqrt(2.0)
+# ROS21: ROS23's solution x+ = x + h K2 without its third stage, the error estimated against the
+# embedded linearly implicit Euler step x + h K1 (order 1 for any W): err = h (K2 - K1) (exponent
+# 1/2). Two f and two solves per step, no f at x+: when every step ends a tick whose command
+# changes f, the end-point f that ROS23 needs (its error estimate and FSAL) is an evaluation
+# wasted. The same solution as ROS23 per step; its first-order estimate overstates the error, so
+# its tolerance is looser, and its dense output is the quadratic through x, x+ with slope f(x).
 # dense output (Hairer's dopri5 continuous extension of order 4)
 D1, D3, D4, D5, D6, D7 = (-12715105075.0 / 11282082432.0, 87487479700.0 / 32700410799.0,
                           -10690763975.0 / 1880347072.0, 701980252875.0 / 199316789632.0,
@@ -118,13 +118,15 @@ def _cross(j, sigma, armed, pending, parked, reset):
 
 
 @njit(cache=True)
-def _record_line(t_eval, x_eval, eval_pos, t, x, G, t_until):
-    """Record x + G (te - t) for the requested times te in (.., t_until] (a projection segment)."""
-    while eval_pos[0] < t_eval.shape[0] and t_eval[eval_pos[0]] <= t_until:
-        s = t_eval[eval_pos[0]] - t
+def _record_line(t_eval, x_eval, k, t, x, G, t_until):
+    """Record x + G (te - t) for the requested times te = t_eval[k], ... in (.., t_until] (a
+    projection segment); returns the index of the next time to record."""
+    while k < t_eval.shape[0] and t_eval[k] <= t_until:
+        s = t_eval[k] - t
         for i in range(x.shape[0]):
-            x_eval[eval_pos[0], i] = x[i] + G[i] * s
-        eval_pos[0] += 1
+            x_eval[k, i] = x[i] + G[i] * s
+        k += 1
+    return k
 
 
 @njit(cache=True)
@@ -205,23 +207,28 @@ def _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, K3, xs, x
 
 
 @njit
-def _ros2_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs, xn, err, rtol, atol, stats):
-    """One ROS2 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn and err;
+def _ros21_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs, xn, err, rtol, atol, stats):
+    """One ROS21 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn and err;
     returns the error norm."""
     n = x.shape[0]
-    g = ROS2_GAMMA * hs
+    g = ROS_D * hs
     wsolve(g, True, p, ctx, k1, K1)
     for i in range(n):
-        xs[i] = x[i] + hs * K1[i]
-    f(t + hs, xs, sigma, p, ctx, F1)
+        xs[i] = x[i] + 0.5 * hs * K1[i]
+    f(t + 0.5 * hs, xs, sigma, p, ctx, F1)
     stats[S_FEVALS] += 1
     for i in range(n):
-        xs[i] = F1[i] - 2.0 * K1[i]
+        xs[i] = F1[i] - K1[i]
     wsolve(g, False, p, ctx, xs, K2)
     for i in range(n):
-        xn[i] = x[i] + hs * (1.5 * K1[i] + 0.5 * K2[i])
-        err[i] = 0.5 * hs * (K1[i] + K2[i])
+        xn[i] = x[i] + hs * (K1[i] + K2[i])
+        err[i] = hs * K2[i]
     return _err_norm(x, xn, err, rtol, atol)
+
+
+def work_size(n: int, m: int) -> int:
+    """Length of the scratch array `ess_integrate` needs for n states and m guards."""
+    return 16 * n + 3 * m + m * n
 
 
 @njit  # not cached: it takes the vector field as a dispatcher argument, and numba's cache index
@@ -229,21 +236,22 @@ def _ros2_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs, xn, er
 # vector fields) made the next compile fail with "underlying object has vanished"
 def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps,
                   paper_rule, rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps,
-                  t_eval, x_eval, eval_pos, stats):
+                  t_eval, x_eval, stats, work):
     """Integrate from (t, x) to tf in place (see module docstring).
 
     x (n), sigma (m, +-1.0), armed/pending/parked (m, bool) and hstep (2: step size to try in s,
-    previous error norm)
-    are updated in place so that a following call continues seamlessly. At most max_events
-    projections/located events and max_steps step attempts are made per call. reset is the m x m
-    bool guard reset matrix, eps the band width per guard. States at the times t_eval[k]
-    (ascending) are written into x_eval[k] starting at eval_pos[0], which advances. method:
-    METHOD_DOPRI5 or METHOD_ROS23 (then wprep/wsolve supply W; see the module docstring).
+    previous error norm) are updated in place so that a following call continues seamlessly. At
+    most max_events projections/located events and max_steps step attempts are made per call.
+    reset is the m x m bool guard reset matrix, eps the band width per guard. States at the times
+    t_eval[k] (ascending) are written into x_eval[k]. work: scratch, at least work_size(n, m)
+    float64 (the caller's, so a call allocates nothing). method: one of METHODS' values (the
+    Rosenbrock-W methods take W from wprep/wsolve; see the module docstring). At most 30
+    arguments: past 30, Python passes them as one tuple, and numba then types the dispatchers in
+    it as experimental first-class functions (and warns).
     Returns (t reached, status code, guard index or -1).
     """
     n = x.shape[0]
     m = eps.shape[0]
-    work = np.empty(16 * n + 3 * m + m * n)  # one allocation per call, sliced below
     k1 = work[0:n]
     k2 = work[n:2 * n]
     k3 = work[2 * n:3 * n]
@@ -259,16 +267,17 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
     hv = work[16 * n:16 * n + m]
     hn = work[16 * n + m:16 * n + 2 * m]
     hw = work[16 * n + 2 * m:16 * n + 3 * m]
-    E = work[16 * n + 3 * m:].reshape((m, n))
+    E = work[16 * n + 3 * m:16 * n + 3 * m + m * n].reshape((m, n))
     k1_valid = False
     events = 0
     attempts = 0
     err_prev = hstep[1:2]  # previous accepted error norm, kept with the step size between calls
     n_eval = t_eval.shape[0]
+    n_done = 0  # t_eval[:n_done] are recorded
     hv_valid = False  # hv holds h(x) (reused from the end of the previous step)
     ros = method != METHOD_DOPRI5  # a Rosenbrock-W method: wprep/wsolve supply W
-    ros2 = method == METHOD_ROS2  # no f at the step's end: k1 is evaluated afresh at each step
-    expo = 0.5 if ros2 else (1.0 / 3.0 if ros else 0.2)  # 1 / (order of the error estimate)
+    no_end = method == METHOD_ROS21  # no f at the step's end: k1 is evaluated afresh at each step
+    expo = 0.5 if no_end else (1.0 / 3.0 if ros else 0.2)  # 1 / (order of the error estimate)
     while t < tf:
         if not np.all(np.isfinite(x)):
             return t, NON_FINITE, -1
@@ -311,12 +320,12 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             dt = best
             if t + dt > tf:  # cross after this call: move part of the way, stay armed
                 dt = tf - t
-                _record_line(t_eval, x_eval, eval_pos, t, x, k1, t + dt)
+                n_done = _record_line(t_eval, x_eval, n_done, t, x, k1, t + dt)
                 for i in range(n):
                     x[i] += k1[i] * dt
                 t = tf
                 break
-            _record_line(t_eval, x_eval, eval_pos, t, x, k1, t + dt)
+            n_done = _record_line(t_eval, x_eval, n_done, t, x, k1, t + dt)
             for i in range(n):
                 x[i] += k1[i] * dt
             t += dt
@@ -348,8 +357,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             attempts += 1
             if attempts > max_steps:
                 return t, TOO_MANY_STEPS, -1
-            if ros2:
-                en = _ros2_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, xs, xn, err, rtol, atol, stats)
+            if method == METHOD_ROS21:
+                en = _ros21_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, xs, xn, err, rtol, atol,
+                                    stats)
             elif ros:
                 en = _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, xs, xn, k7, err, rtol,
                                     atol, stats)
@@ -367,7 +377,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
         stats[S_STEPS] += 1
         en = max(en, 1e-10)
         if ros:
-            if not ros2:  # k7 = f(xn) was the attempt's last evaluation: W at xn for the next step
+            if not no_end:  # k7 = f(xn) was the attempt's last evaluation: W at xn for the next step
                 wprep(t + hs, xn, sigma, p, ctx)
             fac = 0.9 * en ** -expo
         else:
@@ -384,9 +394,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             rc[0, i] = x[i]
             rc[1, i] = ydiff
             rc[2, i] = bspl
-            # ROS23: cubic Hermite interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0); ROS2:
+            # ROS23: cubic Hermite interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0); ROS21:
             # quadratic through x, xn with slope f(x) (rc[3] = rc[4] = 0)
-            rc[3, i] = 0.0 if ros2 else ydiff - hs * k7[i] - bspl
+            rc[3, i] = 0.0 if no_end else ydiff - hs * k7[i] - bspl
             rc[4, i] = 0.0 if ros else hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i]
                                              + D7 * k7[i])
         # events inside the step: band entry of armed guards, zero crossing of parked guards
@@ -432,11 +442,11 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             stats[S_LOCATED] += 1
         cut = theta_hit <= 1.0 and theta_hit < 1.0 - 1e-15
         t_end = t + hs * theta_hit if cut else t + hs
-        while eval_pos[0] < n_eval and t_eval[eval_pos[0]] <= t_end:
-            dense_eval(rc, (t_eval[eval_pos[0]] - t) / hs, xw)
+        while n_done < n_eval and t_eval[n_done] <= t_end:
+            dense_eval(rc, (t_eval[n_done] - t) / hs, xw)
             for i in range(n):
-                x_eval[eval_pos[0], i] = xw[i]
-            eval_pos[0] += 1
+                x_eval[n_done, i] = xw[i]
+            n_done += 1
         if theta_hit <= 1.0:
             if cut:
                 dense_eval(rc, theta_hit, x)
@@ -446,7 +456,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
                 for i in range(n):
                     x[i] = xn[i]
                     k1[i] = k7[i]
-                k1_valid = not ros2
+                k1_valid = not no_end
                 t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
             h(x, p, ctx, hn)
             for k in range(m):  # a parked or pending guard that reached zero is crossed
@@ -459,7 +469,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             for i in range(n):
                 x[i] = xn[i]
                 k1[i] = k7[i]
-            k1_valid = not ros2
+            k1_valid = not no_end
             t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
         # re-arming
         for k in range(m):

@@ -48,12 +48,12 @@ FAST = {"reassoc", "contract", "nsz", "arcp"}
 HEADER = 7  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, k(nc), b(nc), mu(nc), joint(nu), u_max(nu),
 #               command(5 nu)]
 # ctx = (addr, fin, fout, bt, bc, bg, gen, W, piv, memo):
-#   addr: C function pointers (ess_rhs, ess_terms, ess_contact, ess_dJnv)
+#   addr: C function pointers (ess_rhs, ess_terms, ess_contact, ess_dJnv, ess_out)
 #   fin, fout: ess_rhs's input (x, stance flags, command, slip speed) and output (xdot, phi, vn,
 #     force (nc x 2), tau) from its last call; bt, bc, bg: outputs of the other three
 #   gen (nv), W (4 x nv x nv: M, K, D, factor), piv (nv): ROS23's W and its LU factor
 #   memo: [fout valid, then robot_wprep's bookkeeping (see there)]
-C_RHS, C_TERMS, C_CONTACT, C_DJNV = 0, 1, 2, 3
+C_RHS, C_TERMS, C_CONTACT, C_DJNV, C_OUT = 0, 1, 2, 3, 4
 
 
 def vector_field(model: RobotModel) -> ca.Function:
@@ -94,12 +94,18 @@ def vector_field(model: RobotModel) -> ca.Function:
 
 def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     """Compile the C functions the ESS plant needs from the model's expressions: the vector field
-    (every f), the dynamics terms (W's rebuilds), the contact gaps and Jacobians (events)."""
+    (every f), the plant's outputs, the dynamics terms (W's rebuilds), the contact gaps and
+    Jacobians (events)."""
     q, v = model.q, model.v
     M, h = model.mass_matrix, model.bias
     phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.tangent_jacobian()
+    rhs = vector_field(model)
+    point = rhs.sx_in()
     fns = [
-        vector_field(model),
+        rhs,
+        # the plant's outputs alone (no mass matrix: ~1/5 of ess_rhs's instructions), for a tick
+        # that does not end with an ess_rhs evaluation (ROS21)
+        ca.Function("ess_out", point, rhs.call(point)[1:], rhs.name_in(), rhs.name_out()[1:]),
         ca.Function("ess_terms", [q, v], [M, h, phi, Jn, Jt], ["q", "v"], ["M", "h", "phi", "Jn", "Jt"]),
         ca.Function("ess_contact", [q], [phi, Jn], ["q"], ["phi", "Jn"]),
         ca.Function("ess_dJnv", [q, v], [ca.jacobian(Jn @ v, q)], ["q", "v"], ["dJnv_dq"]),
@@ -107,15 +113,21 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
 
 
+# memo[0], what fout holds for the input in fin: nothing, ess_out's part (phi, vn, force, tau) or
+# all of ess_rhs's outputs
+FOUT_NONE, FOUT_TAIL, FOUT_FULL = 0.0, 1.0, 2.0
+
+
 @njit(cache=True)
-def _rhs_at(x, sigma, p, ctx):
-    """Evaluate ess_rhs at x under the contact modes of sigma and the command held in p, unless
-    fout already holds exactly that (the integrator asks f, h and the outputs at one point
-    several times per step: f at a step's end is the next step's first stage, h follows f)."""
-    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
+def _load_point(x, sigma, p, ctx, need):
+    """Write ess_rhs's input for x, the contact modes of sigma and the command held in p into fin;
+    True if fout already holds (at least `need`: FOUT_TAIL or FOUT_FULL) the outputs at exactly
+    that input (the integrator asks f, h and the outputs at one point several times per step: f
+    at a step's end is the next step's first stage, h follows f)."""
+    fin, memo = ctx[1], ctx[9]
     nu, nc = int(p[2]), int(p[3])
     n = x.shape[0]
-    same = memo[0] != 0.0
+    same = memo[0] >= need
     for i in range(n):
         if fin[i] != x[i]:
             same = False
@@ -130,18 +142,30 @@ def _rhs_at(x, sigma, p, ctx):
         if fin[n + nc + k] != p[off + k]:
             same = False
             fin[n + nc + k] = p[off + k]
-    if not same:
+    return same
+
+
+@njit(cache=True)
+def _rhs_at(x, sigma, p, ctx):
+    """Evaluate ess_rhs at x under the contact modes of sigma and the command held in p into fout,
+    unless fout already holds exactly that."""
+    addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
+    if not _load_point(x, sigma, p, ctx, FOUT_FULL):
         call_flat(addr[C_RHS], fin.ctypes.data, fout.ctypes.data)
-        memo[0] = 1.0
+        memo[0] = FOUT_FULL
 
 
 @njit(cache=True)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
-    """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x."""
-    fout = ctx[2]
+    """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x:
+    from fout if ess_rhs or ess_out was evaluated there (ROS23's last stage, or the events at the
+    step's end), else by ess_out (a fifth of ess_rhs: no mass matrix) into fout's tail."""
+    addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
     nu, nc = int(p[2]), int(p[3])
     n = x.shape[0]
-    _rhs_at(x, sigma, p, ctx)
+    if not _load_point(x, sigma, p, ctx, FOUT_TAIL):
+        call_flat(addr[C_OUT], fin.ctypes.data, fout[n:].ctypes.data)
+        memo[0] = FOUT_TAIL
     o = n + 2 * nc
     for i in range(nc):
         contact[i] = sigma[i] > 0.0 and sigma[nc + i] < 0.0
@@ -163,27 +187,20 @@ def robot_f(t, x, sigma, p, ctx, out):
 @njit(cache=True)
 def robot_h(x, p, ctx, out):
     """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
-    addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
-    nq, nv, nc = int(p[0]), int(p[1]), int(p[3])
+    addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
+    nc = int(p[3])
     n = x.shape[0]
-    fresh = memo[0] != 0.0  # ess_rhs's phi and vn are at x already (h follows f at one point)
-    if fresh:
-        for i in range(n):
-            if fin[i] != x[i]:
-                fresh = False
-                break
-    if not fresh:
-        call_flat(addr[C_CONTACT], x.ctypes.data, bc.ctypes.data)
+    fresh = memo[0] >= FOUT_TAIL  # phi and vn at x already (h follows f at one point)
+    for i in range(n):
+        if fin[i] != x[i]:
+            fresh = False
+            fin[i] = x[i]
+    if not fresh:  # ess_out at x with the stance flags and command in fin (phi, vn depend on x only)
+        call_flat(addr[C_OUT], fin.ctypes.data, fout[n:].ctypes.data)
+        memo[0] = FOUT_TAIL
     force_liftoff = p[5] > 0.0
     for i in range(nc):
-        if fresh:
-            phi, vn = fout[n + i], fout[n + nc + i]
-        else:
-            phi = bc[i]
-            vn = 0.0
-            if force_liftoff:
-                for k in range(nv):
-                    vn += bc[nc + i * nv + k] * x[nq + k]
+        phi, vn = fout[n + i], fout[n + nc + i]
         out[i] = -phi
         out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn if force_liftoff else phi
 
@@ -400,25 +417,28 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
 
 # The plant's mutable state lives in three arrays so that one compiled call per tick takes few
 # arguments (numba's dispatch costs ~80 ns per array argument):
-# F (float64): t, hstep (2), rtol, atol, h_max, live_min, -, eps (m), sigma (m), x (n)
-# I (int64): on_violation, max_events, method, eval_pos, guard, ticks, -, -, stats (N_STATS)
-# B (bool, (3 + m) x m): armed, pending, parked, then the m x m reset matrix
+# F (float64): t, hstep (2), rtol, atol, h_max, live_min, -, eps (m), sigma (m), x (n), then the
+#   last tick's outputs: forces (nc x 2, N), torques (nu, N m)
+# I (int64): on_violation, max_events, method, -, guard, ticks, -, -, stats (N_STATS)
+# B (bool, (4 + m) x m): armed, pending, parked, the m x m reset matrix, then the last tick's
+#   contact flags (the row's first nc)
 F_T, F_HSTEP, F_RTOL, F_ATOL, F_HMAX, F_LIVE, F_EPS = 0, 1, 3, 4, 5, 6, 8
-I_VIOL, I_MAXEV, I_METHOD, I_EVPOS, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 3, 4, 5, 8
+I_VIOL, I_MAXEV, I_METHOD, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 4, 5, 8
 BAD_COMMAND = -1  # the compiled step's status for a command that fails its check
 G_KEEP = 0.02  # robot_wsolve keeps its factor while g is within 2 % of the factor's g
 W_REUSE = 8  # default EssPlant(w_reuse=...): steps W is kept within a contact mode (docs/ESS.md)
-# default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros2's error
+# default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros21's error
 # estimate is of first order and overstates its error, so its tolerance is looser (docs/ESS.md)
-DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4), "ros2": (1e-1, 1e-3)}
+DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4), "ros21": (1e-1, 1e-3)}
 
 
 # The plant's arrays live in two arenas, so that a compiled entry point takes two arguments for
 # all of them (numba's dispatch costs ~0.1 us per array argument, and more past ten):
-# wk (float64): ctx's fin, fout, bt, bc, bg, gen, W, memo, then p and F, back to back;
+# wk (float64): ctx's fin, fout, bt, bc, bg, gen, W, memo, then p, F and the kernel's scratch
+#   (`K.work_size`), back to back;
 # wi (int64): the 9 offsets of ctx's parts in wk (the last is their end), nv, p's and F's ranges
-# in wk, I's range in wi, the 4 C function addresses, piv (nv), then I.
-WI_NV, WI_P, WI_F, WI_I, WI_ADDR, WI_PIV = 9, 10, 12, 14, 16, 20
+# in wk, I's range in wi, the 5 C function addresses, piv (nv), then I.
+WI_NV, WI_P, WI_F, WI_I, WI_ADDR, WI_PIV = 9, 10, 12, 14, 16, 21
 
 
 def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: np.ndarray, F: np.ndarray,
@@ -433,13 +453,13 @@ def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: 
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     o_p = offsets[-1]
     o_F = o_p + p.size
-    wk = np.zeros(o_F + F.size)
-    addr = [lib[f].address for f in ("ess_rhs", "ess_terms", "ess_contact", "ess_dJnv")]
+    wk = np.zeros(o_F + F.size + K.work_size(n, m))
+    addr = [lib[f].address for f in ("ess_rhs", "ess_terms", "ess_contact", "ess_dJnv", "ess_out")]
     o_I = WI_PIV + nv
     wi = np.concatenate([offsets, [nv, o_p, o_F, o_F, o_F + F.size, o_I, o_I + I.size], addr, np.zeros(nv),
                          I]).astype(np.int64)
     wk[o_p:o_F] = p
-    wk[o_F:] = F
+    wk[o_F:o_F + F.size] = F
     ctx = _context(wk, wi)
     ctx[1][-1] = slip_speed  # fin's last entry: ess_rhs's vs input
     return (wk, wi, ctx) + _arrays(wk, wi)
@@ -449,7 +469,7 @@ def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: 
 def _context(wk, wi):
     """The ctx tuple (addr, fin, fout, bt, bc, bg, gen, W, piv, memo) as views of the arenas."""
     nv = wi[WI_NV]
-    return (wi[WI_ADDR:WI_ADDR + 4], wk[wi[0]:wi[1]], wk[wi[1]:wi[2]], wk[wi[2]:wi[3]], wk[wi[3]:wi[4]],
+    return (wi[WI_ADDR:WI_PIV], wk[wi[0]:wi[1]], wk[wi[1]:wi[2]], wk[wi[2]:wi[3]], wk[wi[3]:wi[4]],
             wk[wi[4]:wi[5]], wk[wi[5]:wi[6]], wk[wi[6]:wi[7]].reshape((4, nv, nv)), wi[WI_PIV:WI_PIV + nv],
             wk[wi[7]:wi[8]])
 
@@ -461,46 +481,48 @@ def _arrays(wk, wi):
 
 
 @njit  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
-def integrate_robot(wk, wi, B, tf, t_eval, x_eval):
+def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     """`kernel.ess_integrate` bound to the robot vector field: integrate the plant state in F/I/B
     to time tf under the command held in p. Returns the kernel's status (guard in I[I_GUARD])."""
-    ctx = _context(wk, wi)
-    p, F, I = _arrays(wk, wi)
     m = B.shape[1]
-    x = F[F_EPS + 2 * m:]
+    x = F[F_EPS + 2 * m:F_EPS + 2 * m + int(p[0]) + int(p[1])]
     t = F[F_T]
     span = tf - t
     max_steps = int(min(1e9, max(1e4, 1000.0 * span / F[F_HMAX])))  # 1000 attempts per largest step
-    I[I_EVPOS] = 0
     t, status, guard = K.ess_integrate(
         robot_f, robot_h, robot_Dh, robot_wprep, robot_wsolve, I[I_METHOD], ctx, x, t, tf, p,
-        F[F_EPS + m:F_EPS + 2 * m], B[0], B[1], B[2], B[3:], F[F_EPS:F_EPS + m], False, F[F_RTOL], F[F_ATOL],
+        F[F_EPS + m:F_EPS + 2 * m], B[0], B[1], B[2], B[3:3 + m], F[F_EPS:F_EPS + m], False, F[F_RTOL], F[F_ATOL],
         F[F_HSTEP:F_HSTEP + 2], F[F_HMAX], F[F_LIVE], I[I_VIOL], I[I_MAXEV], max_steps, t_eval, x_eval,
-        I[I_EVPOS:I_EVPOS + 1], I[I_STATS:I_STATS + K.N_STATS])
+        I[I_STATS:I_STATS + K.N_STATS], work)
     F[F_T] = t
     I[I_GUARD] = guard
     return status
 
 
 @njit
-def _tick(wk, wi, B, tf, out, contact):
-    """Integrate to tf under the held command; write q, v, forces (nc x 2, flat) and torques into
-    out and the contact flags into contact. Returns the kernel's status."""
-    status = integrate_robot(wk, wi, B, tf, np.empty(0), np.empty((0, out.shape[0])))
+def integrate_robot(wk, wi, B, tf, t_eval, x_eval):
+    """`_integrate` on the plant's arenas (see there)."""
+    p, F, I = _arrays(wk, wi)
+    return _integrate(_context(wk, wi), p, F, I, B, wk[wi[WI_F + 1]:], tf, t_eval, x_eval)
+
+
+@njit
+def _tick(wk, wi, B, tf):
+    """Integrate to tf under the held command; write the outputs (forces, torques, contact flags)
+    into F's tail and B's last row. Returns the kernel's status."""
+    ctx = _context(wk, wi)
+    p, F, I = _arrays(wk, wi)
+    work = wk[wi[WI_F + 1]:]
+    status = _integrate(ctx, p, F, I, B, work, tf, work[:0], work[:0].reshape((0, 1)))
     if status == K.OK:
-        p, F, I = _arrays(wk, wi)
-        nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
-        n = nq + nv
-        m = B.shape[1]
-        x = F[F_EPS + 2 * m:]
-        for i in range(n):
-            out[i] = x[i]
-        fill_outputs(x, F[F_EPS + m:F_EPS + 2 * m], p, _context(wk, wi), out[n:n + 2 * nc].reshape((nc, 2)),
-                     out[n + 2 * nc:n + 2 * nc + nu], contact)
+        n, nu, nc, m = int(p[0]) + int(p[1]), int(p[2]), int(p[3]), B.shape[1]
+        o = F_EPS + 2 * m + n  # x ends here, the outputs follow
+        fill_outputs(F[o - n:o], F[F_EPS + m:F_EPS + 2 * m], p, ctx, F[o:o + 2 * nc].reshape((nc, 2)),
+                     F[o + 2 * nc:o + 2 * nc + nu], B[B.shape[0] - 1])
     return status
 
 
-def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf, out, contact):
+def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf):
     """One plant tick in one compiled call: hold the command (its five fields, each nu long) if it
     is well formed (finite, gains >= 0), integrate to tf and write the outputs (see `_tick`).
     BAD_COMMAND, the plant untouched, if it is not."""
@@ -517,7 +539,7 @@ def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf, out, contact):
     for f in range(5):
         for a in range(nu):
             p[off + f * nu + a] = fields[f][a]
-    return _tick(wk, wi, B, tf, out, contact)
+    return _tick(wk, wi, B, tf)
 
 
 _STEP_FIELDS = []  # the compiled `_step_fields_py`, built at the first step() of a process
@@ -533,8 +555,7 @@ def step_fields():
 
         f1 = nbt.float64[::1]
         ro = nbt.Array(nbt.float64, 1, "C", readonly=True)
-        sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64, f1,
-                        nbt.boolean[::1])
+        sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64)
         _STEP_FIELDS.append(njit(sig)(_step_fields_py))
     return _STEP_FIELDS[0]
 
@@ -543,9 +564,11 @@ def step_fields():
 def rollout_robot(wk, wi, B, commands, period, out_x):
     """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
     Returns the status (ticks completed in I[I_TICKS])."""
+    ctx = _context(wk, wi)
     p, F, I = _arrays(wk, wi)
+    work = wk[wi[WI_F + 1]:]
     m = B.shape[1]
-    x = F[F_EPS + 2 * m:]
+    x = F[F_EPS + 2 * m:F_EPS + 2 * m + int(p[0]) + int(p[1])]
     te = np.empty(0)
     xe = np.empty((0, x.shape[0]))
     t0 = F[F_T]
@@ -553,7 +576,7 @@ def rollout_robot(wk, wi, B, commands, period, out_x):
     I[I_TICKS] = 0
     for k in range(commands.shape[0]):
         p[off:] = commands[k]
-        status = integrate_robot(wk, wi, B, t0 + (k + 1) * period, te, xe)
+        status = _integrate(ctx, p, F, I, B, work, t0 + (k + 1) * period, te, xe)
         if status != K.OK:
             return status
         out_x[k] = x
@@ -568,14 +591,16 @@ class EssPlant:
         model: a RobotModel with compliant contacts (stiffness > 0 on every contact).
         eps: band width of the guards, m for touchdown and N for force liftoff (scalar applies
             to touchdown; liftoff uses eps * k so both mean "eps metres").
-        method: "ros23" (Rosenbrock-W 2(3): the joint impedance and contact forces taken
-            linearly implicitly, order 2; steps as long as the command period), "dopri5"
-            (explicit Dormand-Prince 5(4), order 5: for tight tolerances), or "auto" (default):
-            dopri5 when rtol < 1e-6 is given, else ros23. Accuracy of each: docs/ESS.md.
+        method: "ros21" (Rosenbrock-W, order 2: the joint impedance and contact forces taken
+            linearly implicitly, steps as long as the command period, two f per step), "ros23"
+            (the same steps with a third stage for a third-order error estimate: for rtol
+            below ~1e-3), "dopri5" (explicit Dormand-Prince 5(4), order 5: for tight tolerances),
+            or "auto" (default): dopri5 when rtol < 1e-6 is given, ros23 when rtol < 1e-2, else
+            ros21. Accuracy and speed of each: docs/ESS.md.
         rtol, atol: step error tolerances (default per method: DEFAULT_TOL); h_max: largest
             integration step, s.
         slip_speed: v_s of the tanh friction law, m/s. liftoff: "force" or "gap".
-        w_reuse: ros23 only: how many further steps W (and its factor) is kept while the contact
+        w_reuse: ros21/ros23: how many further steps W (and its factor) is kept while the contact
             modes and the command's gains are unchanged (0: rebuilt at every new state; the
             accuracy and speed of each: docs/ESS.md).
         on_violation: "locate" (default: exact event location where liveness fails) or "raise".
@@ -596,7 +621,7 @@ class EssPlant:
         if method not in ("auto", *K.METHODS):
             raise ValueError(f"EssPlant: method must be 'auto' or one of {list(K.METHODS)}, got {method!r}")
         if method == "auto":
-            method = "dopri5" if rtol is not None and rtol < 1e-6 else "ros23"
+            method = "ros21" if rtol is None or rtol >= 1e-2 else ("ros23" if rtol >= 1e-6 else "dopri5")
         rtol = DEFAULT_TOL[method][0] if rtol is None else rtol
         atol = DEFAULT_TOL[method][1] if atol is None else atol
         for name, value in (("eps", eps), ("rtol", rtol), ("atol", atol), ("h_max", h_max),
@@ -629,7 +654,7 @@ class EssPlant:
         reset = np.zeros((m, m), dtype=np.bool_)
         for i in range(nc):
             reset[i, nc + i] = reset[nc + i, i] = True
-        self._F = np.zeros(F_EPS + 2 * m + n)
+        self._F = np.zeros(F_EPS + 2 * m + n + 2 * nc + nu)
         self._F[[F_RTOL, F_ATOL, F_HMAX, F_LIVE]] = rtol, atol, h_max, 1e-12
         self._F[F_EPS:F_EPS + m] = np.concatenate([np.full(nc, eps), eps * (stiff if liftoff == "force" else np.ones(nc))])
         self._I = np.zeros(I_STATS + K.N_STATS, dtype=np.int64)
@@ -639,15 +664,16 @@ class EssPlant:
                                                                           self._F, self._I)
         self.system = EssSystem(robot_f, robot_h, robot_Dh, n=n, m=m, reset=reset, ctx=ctx,
                                 name=f"{model.name}-ess", wprep=robot_wprep, wsolve=robot_wsolve)
-        self._B = np.zeros((3 + m, m), dtype=np.bool_)
-        self._B[3:] = reset
+        self._B = np.zeros((4 + m, m), dtype=np.bool_)
+        self._B[3:3 + m] = reset
         self._eps = self._F[F_EPS:F_EPS + m]
         self._stats = self._I[I_STATS:]
-        self.x = self._F[F_EPS + 2 * m:]  # a view: the plant updates it in place
-        self._n_out = n + 2 * nc + nu
-        # step()'s per-tick constants: the compiled call's fixed arguments and the output layout
-        self._out_layout = (slice(0, nq), slice(nq, n), slice(n, n + 2 * nc), slice(n + 2 * nc, n + 2 * nc + nu),
-                            (nc, 2), nc)
+        o = F_EPS + 2 * m + n
+        self.x = self._F[o - n:o]  # a view: the plant updates it in place
+        # the last tick's outputs (views that step() copies): q, v, forces, torques, contact flags
+        self._outputs = (self.x[:nq], self.x[nq:], self._F[o:o + 2 * nc].reshape(nc, 2), self._F[o + 2 * nc:],
+                         self._B[-1, :nc])
+        self._fast = None  # step()'s compiled call, bound at the first step()
         self._empty = np.zeros(0)
         self._empty2 = np.zeros((0, n))
         c = self._cmd  # the held command's fields, as views of p (what step(None) holds)
@@ -706,27 +732,28 @@ class EssPlant:
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         F = self._F
-        t0 = F[F_T]
+        t0 = F.item(F_T)
         t_end = t0 + dt
         if not t_end >= t0:
             raise ValueError(f"{self.model.name}: dt must be >= 0 (t={t0}, requested {t_end})")
-        sq, sv, sf, st, fshape, nc = self._out_layout
-        out = np.empty(self._n_out)
-        contact = np.empty(nc, np.bool_)
-        wk, wi, B, fast = self._wk, self._wi, self._B, step_fields()
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = step_fields()
+        wk, wi, B = self._wk, self._wi, self._B
         c = self._held if command is None else command
         try:
-            status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end, out, contact)
-        except TypeError:
+            status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end)
+        except (TypeError, AttributeError):
             status = BAD_COMMAND
         if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
             nu = self.model.nu
             packed = pack_command(command, self.model)
             status = fast(wk, wi, B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu], packed[3 * nu:4 * nu],
-                          packed[4 * nu:], t_end, out, contact)
+                          packed[4 * nu:], t_end)
         if status != K.OK:
             self._raise(status)
-        return PlantState(F.item(F_T), out[sq], out[sv], contact, out[sf].reshape(fshape), out[st])
+        q, v, force, tau, contact = self._outputs
+        return PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
