@@ -453,3 +453,25 @@ def test_ros21_converges_at_second_order_on_the_hopper1d():
         plant.reset([2.0])
         errors.append(np.abs(plant.advance(0.6, times)[:, 0] - z).max())
     assert 3.0 < errors[0] / errors[1] < 5.5 and 3.0 < errors[1] / errors[2] < 5.5, errors
+
+
+def test_compiled_calls_leave_reference_counts_balanced():
+    """The kernel and the robot's functions run without numba's reference counting (they borrow
+    every array from their caller and allocate nothing): the arrays they touch must come out with
+    the reference counts they went in with, across step(), rollout() and advance()."""
+    import sys
+
+    model = get_robot("quadruped")
+    plant = EssPlant(model, h_max=1e-3, verbose=False)
+    nu = model.nu
+    cmd = JointCommand(np.zeros(nu), model.q0[plant._joints], np.zeros(nu), np.full(nu, 40.0), np.full(nu, 1.0))
+    plant.reset(model.q0 + np.r_[0.0, 0.004, np.zeros(model.nq - 2)])  # drops a few mm: events too
+    plant.step(cmd, 1e-3)
+    arrays = (plant._wk, plant._wi, plant._B, cmd.tau_ff, cmd.kp)
+    before = [sys.getrefcount(a) for a in arrays]
+    for _ in range(100):
+        plant.step(cmd, 1e-3)
+    plant.rollout([cmd] * 20, 1e-3)
+    plant.advance(plant.t + 0.01, np.array([plant.t + 0.005]))
+    assert [sys.getrefcount(a) for a in arrays] == before
+    assert plant.stats["projections"] > 0

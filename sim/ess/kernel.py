@@ -104,6 +104,15 @@ def dense_eval(rc, theta, out):
 
 
 @njit(cache=True)
+def _finite(x):
+    """True if every entry of x is finite (without a temporary array)."""
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
 def _cross(j, sigma, armed, pending, parked, reset):
     """Guard j is crossed: sigma_j = +1, it stops being a candidate, and every guard in row j of
     the reset matrix becomes pending (sigma = -1) until it leaves its band."""
@@ -231,9 +240,14 @@ def work_size(n: int, m: int) -> int:
     return 16 * n + 3 * m + m * n
 
 
-@njit  # not cached: it takes the vector field as a dispatcher argument, and numba's cache index
-# then pickles every caller's dispatcher type; an index written by another process (e.g. the tests'
-# vector fields) made the next compile fail with "underlying object has vanished"
+# _nrt=False: no reference counting. The kernel borrows every array from its caller (the scratch
+# too) and allocates nothing, so numba's per-view increments and decrements (atomic, and not all
+# pruned) are pure cost: they took ~30 % of a quadruped plant tick. An allocation here would be a
+# compile error, not a leak; tests/test_ess.py checks the reference counts stay balanced.
+# Not cached: it takes the vector field as a dispatcher argument, and numba's cache index then
+# pickles every caller's dispatcher type; an index written by another process (e.g. the tests'
+# vector fields) made the next compile fail with "underlying object has vanished".
+@njit(_nrt=False)
 def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, armed, pending, parked, reset, eps,
                   paper_rule, rtol, atol, hstep, h_max, live_min, on_violation, max_events, max_steps,
                   t_eval, x_eval, stats, work):
@@ -279,7 +293,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
     no_end = method == METHOD_ROS21  # no f at the step's end: k1 is evaluated afresh at each step
     expo = 0.5 if no_end else (1.0 / 3.0 if ros else 0.2)  # 1 / (order of the error estimate)
     while t < tf:
-        if not np.all(np.isfinite(x)):
+        if not _finite(x):
             return t, NON_FINITE, -1
         if not hv_valid:
             h(x, p, ctx, hv)
@@ -366,7 +380,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             else:
                 en = _dopri_attempt(f, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, k6, k7, xs, xn, err, rtol, atol,
                                     stats)
-            if en <= 1.0 and np.all(np.isfinite(xn)):
+            if en <= 1.0 and _finite(xn):
                 break
             stats[S_REJECTS] += 1
             rejected = True

@@ -113,12 +113,16 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
 
 
+# The functions the kernel calls (and their helpers) are compiled with _nrt=False like the kernel
+# (see kernel.ess_integrate): they borrow every array and allocate nothing. The entry points
+# below them (_context's views, _tick, rollout_robot) keep numba's reference counting.
+
 # memo[0], what fout holds for the input in fin: nothing, ess_out's part (phi, vn, force, tau) or
 # all of ess_rhs's outputs
 FOUT_NONE, FOUT_TAIL, FOUT_FULL = 0.0, 1.0, 2.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _load_point(x, sigma, p, ctx, need):
     """Write ess_rhs's input for x, the contact modes of sigma and the command held in p into fin;
     True if fout already holds (at least `need`: FOUT_TAIL or FOUT_FULL) the outputs at exactly
@@ -145,7 +149,7 @@ def _load_point(x, sigma, p, ctx, need):
     return same
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _rhs_at(x, sigma, p, ctx):
     """Evaluate ess_rhs at x under the contact modes of sigma and the command held in p into fout,
     unless fout already holds exactly that."""
@@ -155,7 +159,7 @@ def _rhs_at(x, sigma, p, ctx):
         memo[0] = FOUT_FULL
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
     """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x:
     from fout if ess_rhs or ess_out was evaluated there (ROS23's last stage, or the events at the
@@ -175,7 +179,7 @@ def fill_outputs(x, sigma, p, ctx, force, tau, contact):
         tau[a] = fout[o + 2 * nc + a]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def robot_f(t, x, sigma, p, ctx, out):
     """dx/dt = (v, M^-1 (B tau + sum Jn^T fn + Jt^T ft - h)) for the current contact modes."""
     fout = ctx[2]
@@ -184,7 +188,7 @@ def robot_f(t, x, sigma, p, ctx, out):
         out[i] = fout[i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def robot_h(x, p, ctx, out):
     """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
     addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
@@ -205,7 +209,7 @@ def robot_h(x, p, ctx, out):
         out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn if force_liftoff else phi
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def robot_Dh(x, p, ctx, out):
     """Jacobian (2nc x (nq + nv)) of `robot_h`."""
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
@@ -227,14 +231,14 @@ def robot_Dh(x, p, ctx, out):
                 out[nc + i, c] = jn
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _w_book(memo, nu):
     """Offset in memo of robot_wprep's bookkeeping after W's x, sigma and valid flag: the gains
     kp, kd (2 nu) W was built with, its age in steps, the g of the current factor, a stale flag."""
     return memo.shape[0] - 2 * nu - 3
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, _nrt=False)
 def robot_wprep(t, x, sigma, p, ctx):
     """ROS23's W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
 
@@ -340,7 +344,7 @@ def robot_wprep(t, x, sigma, p, ctx):
                     Dx[r, c] += nr * jn[c] + tr * jt[c]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, _nrt=False)
 def _lu_factor(A, piv, n):
     """LU factorisation with partial pivoting, in place (unit lower triangle below the diagonal)."""
     for k in range(n):
@@ -363,7 +367,7 @@ def _lu_factor(A, piv, n):
                 A[i, j] -= a * A[k, j]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, _nrt=False)
 def _lu_solve(A, piv, b, n):
     """Solve A y = b in place in b with the factors of `_lu_factor`."""
     for k in range(n):
@@ -382,7 +386,7 @@ def _lu_solve(A, piv, b, n):
         b[i] = s * A[i, i]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, _nrt=False)
 def robot_wsolve(g, refactor, p, ctx, rhs, out):
     """out = (I - g W)^-1 rhs for the W of `robot_wprep`: with (r_q, r_v) = rhs,
     (M + g D + g^2 K) out_v = M r_v - g K r_q and out_q = r_q + g out_v (one nv x nv LU,
