@@ -12,6 +12,7 @@ compile time of the first call is reported separately.
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -242,67 +243,88 @@ def bench_ess_plate(args) -> dict:
 
 
 # --------------------------------------------------------------------------- sim-rtf
-def plant_rtf(name: str, *, period: float = 1e-3, seconds: float = 1.0, repeats: int = 20, **options) -> dict:
-    """Real-time factor (simulated s per wall s) of the ESS plant with a new joint command
-    every `period` s (PD around the nominal pose, 2 Hz sinusoidal references).
+class PlantRun:
+    """One sim-rtf configuration: the ESS plant with a new joint command every `period` s (PD
+    around the nominal pose, 2 Hz sinusoidal references) for `seconds`.
 
     The plant is built as the bridge server builds it (`sim.registry.make_plant("ess", model,
-    plant_rate_hz=1/period)`, plus `options`) and stepped as the server steps it: one
-    `step(command, period)` call per tick, returning a fresh PlantState (rtf). rtf_rollout: the
-    same ticks, packed beforehand, in one compiled call (`EssPlant.rollout`): the floor without
-    Python per tick.
-    rtf_min/rtf_max: from the slowest/fastest of `repeats` runs."""
-    from sim.protocol import JointCommand, pack_command
-    from sim.registry import make_plant
+    plant_rate_hz=1/period)`, plus `options`). `steps()` runs it as the server does: one
+    `step(command, period)` call per tick, returning a fresh PlantState. `rollout()`: the same
+    ticks, packed beforehand, in one compiled call (`EssPlant.rollout`): the floor without Python
+    per tick."""
 
-    model = get_robot(name)
-    plant = make_plant("ess", model, plant_rate_hz=1.0 / period, **options)
-    j = plant._joints
-    ticks = int(round(seconds / period))
-    nu = model.nu
-    kp, kd = np.full(nu, 40.0), np.full(nu, 1.0)
-    commands = [
-        JointCommand(np.zeros(nu), model.q0[j] + 0.1 * np.sin(2 * np.pi * 2.0 * k * period + np.arange(nu)),
-                     np.zeros(nu), kp, kd)
-        for k in range(ticks)
-    ]
+    def __init__(self, name: str, *, period: float = 1e-3, seconds: float = 1.0, **options):
+        from sim.protocol import JointCommand, pack_command
+        from sim.registry import make_plant
 
-    def run_steps():  # the plant protocol, one Python call per tick, as bridge/server.py does
-        plant.reset(model.q0)
-        for c in commands:
-            plant.step(c, period)
+        model = get_robot(name)
+        self.model, self.period, self.seconds = model, period, seconds
+        self.plant = make_plant("ess", model, plant_rate_hz=1.0 / period, **options)
+        j, nu = self.plant._joints, model.nu
+        self.ticks = int(round(seconds / period))
+        kp, kd = np.full(nu, 40.0), np.full(nu, 1.0)
+        self.commands = [
+            JointCommand(np.zeros(nu), model.q0[j] + 0.1 * np.sin(2 * np.pi * 2.0 * k * period + np.arange(nu)),
+                         np.zeros(nu), kp, kd)
+            for k in range(self.ticks)
+        ]
+        self.packed = np.stack([pack_command(c, model) for c in self.commands])
+        self.samples = {"steps": [], "rollout": []}
+        self.jit_s = first_call(self.rollout) + first_call(self.steps)
+        self.rollout()  # warm-up
+        self.steps()
+        self._steps0 = self.plant.stats["steps"]
 
-    packed = np.stack([pack_command(c, model) for c in commands])
+    def steps(self) -> None:
+        """The plant protocol, one Python call per tick, as bridge/server.py does."""
+        self.plant.reset(self.model.q0)
+        for c in self.commands:
+            self.plant.step(c, self.period)
 
-    def run_rollout():  # the same ticks in one compiled call (commands packed beforehand)
-        plant.reset(model.q0)
-        plant.rollout(packed, period)
+    def rollout(self) -> None:
+        """The same ticks in one compiled call (commands packed beforehand)."""
+        self.plant.reset(self.model.q0)
+        self.plant.rollout(self.packed, self.period)
 
-    jit_s = first_call(run_rollout) + first_call(run_steps)
-    steps_before = plant.stats["steps"]
-    t_py = timed(run_steps, repeats, warmup=1)
-    steps_per_tick = (plant.stats["steps"] - steps_before) / ((repeats + 1) * ticks)
-    t = timed(run_rollout, repeats, warmup=1)
-    return {"rtf": seconds / t_py["median"], "rtf_min": seconds / t_py["max"], "rtf_max": seconds / t_py["min"],
-            "us_per_tick": t_py["median"] / ticks * 1e6,
-            "rtf_rollout": seconds / t["median"], "rtf_rollout_min": seconds / t["max"],
-            "rtf_rollout_max": seconds / t["min"], "us_per_tick_rollout": t["median"] / ticks * 1e6,
-            "method": plant.options["method"], "rtol": plant.options["rtol"], "atol": plant.options["atol"],
-            "h_max": plant.options["h_max"], "period_s": period, "sim_s": seconds, "repeats": repeats,
-            "jit_s": jit_s, "steps_per_tick": steps_per_tick}
+    def sample(self) -> None:
+        """Time one run of each kind."""
+        for kind in ("steps", "rollout"):
+            t0 = time.perf_counter()
+            getattr(self, kind)()
+            self.samples[kind].append(time.perf_counter() - t0)
+
+    def result(self) -> dict:
+        """rtf (simulated s per wall s): median, and from the slowest/fastest run (rtf_min/max)."""
+        sec, opts = self.seconds, self.plant.options
+        t, r = np.array(self.samples["steps"]), np.array(self.samples["rollout"])
+        n = len(t)
+        return {"rtf": sec / np.median(t), "rtf_min": sec / t.max(), "rtf_max": sec / t.min(),
+                "us_per_tick": np.median(t) / self.ticks * 1e6,
+                "rtf_rollout": sec / np.median(r), "rtf_rollout_min": sec / r.max(), "rtf_rollout_max": sec / r.min(),
+                "us_per_tick_rollout": np.median(r) / self.ticks * 1e6,
+                "method": opts["method"], "rtol": opts["rtol"], "atol": opts["atol"], "h_max": opts["h_max"],
+                "period_s": self.period, "sim_s": sec, "repeats": n, "jit_s": self.jit_s,
+                "steps_per_tick": (self.plant.stats["steps"] - self._steps0) / (2 * n * self.ticks)}
 
 
 def bench_sim_rtf(args) -> dict:
     """Real-time factor of the ESS plant for the hopper and the quadruped at 1 ms (the server's
     plant and call pattern) with its defaults (ros21: one step and two f per tick); of ros23 (the
     same solution with a third stage for its error estimate: docs/ESS.md); and of explicit dopri5
-    (rtol 1e-4) for scale."""
+    (rtol 1e-4) for scale. The configurations' repeats are interleaved (run 1 of each, then run 2
+    of each, ...), so that a slow phase of the machine hits all of them alike."""
     import os
 
     reps = max(20, args.repeats or 20)
-    res = {name: plant_rtf(name, repeats=reps) for name in ("hopper", "quadruped")}
-    res["ros23"] = {name: plant_rtf(name, repeats=reps, method="ros23") for name in ("hopper", "quadruped")}
-    res["dopri5"] = {name: plant_rtf(name, repeats=max(5, reps // 4), method="dopri5")
-                     for name in ("hopper", "quadruped")}
+    configs = {(group, name): PlantRun(name, **({} if group == "default" else {"method": group}))
+               for group in ("default", "ros23", "dopri5") for name in ("hopper", "quadruped")}
+    for r in range(reps):
+        for key, run in configs.items():
+            if key[0] != "dopri5" or r % 4 == 0:  # dopri5, for scale only: a quarter of the repeats
+                run.sample()
+        print(f"[sim-rtf] repeat {r + 1}/{reps}", file=sys.stderr, flush=True)
+    res = {name: configs["default", name].result() for name in ("hopper", "quadruped")}
+    for group in ("ros23", "dopri5"):
+        res[group] = {name: configs[group, name].result() for name in ("hopper", "quadruped")}
     res["load_avg_1min"] = os.getloadavg()[0]
     return res
