@@ -204,7 +204,7 @@ def test_plant_bad_input_gives_clear_errors():
         plant.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 0.0]), np.zeros(2)), 0.01)
 
 
-# ----------------------------------------------------------------------------- Rosenbrock-W (ROS21, the plants' default; ROS23)
+# ----------------------------------------------------------------------------- Rosenbrock-W (ROS23, the plants' default; ROS21)
 
 
 def test_ros23_hopper1d_converges_to_the_closed_form():
@@ -236,8 +236,9 @@ def _pd_sine_rollout(name: str, seconds: float = 1.0, **options) -> np.ndarray:
 
 
 # max and RMS of |q - q_ref| over 1 s (m, rad) against dopri5 at rtol 1e-9, measured (docs/ESS.md):
-# ROS21 at its defaults (the plant's default): hopper 3.7e-5 / 1.7e-6, quadruped 2.3e-4 / 3.1e-5;
-# ROS23 at its defaults: hopper 3.7e-5 / 1.0e-6, quadruped 1.7e-3 / 2.1e-4
+# ROS23 at its defaults (the plant's default): hopper 3.7e-5 / 1.0e-6, quadruped 1.7e-3 / 2.1e-4;
+# ROS21 at its defaults: hopper 3.7e-5 / 1.7e-6, quadruped 2.3e-4 / 3.1e-5 (through impacts it is
+# the less accurate: docs/ESS.md)
 BOUNDS = {("ros21", "hopper"): (1e-4, 5e-6), ("ros21", "quadruped"): (6e-4, 1e-4),
           ("ros23", "hopper"): (1e-4, 5e-6), ("ros23", "quadruped"): (3e-3, 4e-4)}
 
@@ -246,8 +247,8 @@ BOUNDS = {("ros21", "hopper"): (1e-4, 5e-6), ("ros21", "quadruped"): (6e-4, 1e-4
 def test_rosenbrock_defaults_track_the_dopri5_reference(name):
     ref = _pd_sine_rollout(name, method="dopri5", rtol=1e-9, atol=1e-11)
     nq = get_robot(name).nq
-    for method in ("ros21", "ros23"):  # ros21: the plant's default (rtol 1e-1, atol 1e-3)
-        x = _pd_sine_rollout(name, **({} if method == "ros21" else {"method": method}))
+    for method in ("ros23", "ros21"):  # ros23: the plant's default (rtol 1e-2, atol 1e-4)
+        x = _pd_sine_rollout(name, **({} if method == "ros23" else {"method": method}))
         err = np.abs(x[:, :nq] - ref[:, :nq])
         bound_max, bound_rms = BOUNDS[method, name]
         assert err.max() < bound_max and np.sqrt((err ** 2).mean()) < bound_rms, (method, err.max(),
@@ -255,6 +256,28 @@ def test_rosenbrock_defaults_track_the_dopri5_reference(name):
     # the previous scheme is still there, as accurate as before
     old = _pd_sine_rollout(name, method="dopri5")
     assert np.abs(old[:, :nq] - ref[:, :nq]).max() < 3e-4
+
+
+def test_default_tracks_the_dopri5_reference_through_impacts():
+    """The quadruped dropped 5 cm while moving (0.5 m/s forward and down), PD around q0 with 3 Hz
+    references: touchdowns at speed. Measured max |q - q_ref| over 1 s: ros23 (the default)
+    5.7e-4, ros21 at its defaults 1.9e-3 (docs/ESS.md)."""
+    model = get_robot("quadruped")
+    nu = model.nu
+
+    def drop(**options):
+        plant = EssPlant(model, h_max=1e-3, verbose=False, **options)
+        j = plant._joints
+        q0 = model.q0 + np.r_[0.0, 0.05, np.zeros(model.nq - 2)]
+        plant.reset(q0, np.r_[0.5, -0.5, np.zeros(model.nv - 2)])
+        commands = [JointCommand(np.zeros(nu), model.q0[j] + 0.3 * np.sin(2 * np.pi * 3.0 * k * 1e-3 + np.arange(nu)),
+                                 np.zeros(nu), np.full(nu, 60.0), np.full(nu, 1.5)) for k in range(1000)]
+        return plant.rollout(commands, 1e-3), plant.stats
+
+    ref, _ = drop(method="dopri5", rtol=1e-9, atol=1e-11)
+    x, stats = drop()
+    assert stats["projections"] >= 8  # every foot touched down (and more)
+    assert np.abs(x[:, :model.nq] - ref[:, :model.nq]).max() < 1.5e-3
 
 
 def test_step_and_rollout_agree_and_bad_commands_leave_the_plant_untouched():

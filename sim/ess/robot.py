@@ -595,12 +595,12 @@ class EssPlant:
         model: a RobotModel with compliant contacts (stiffness > 0 on every contact).
         eps: band width of the guards, m for touchdown and N for force liftoff (scalar applies
             to touchdown; liftoff uses eps * k so both mean "eps metres").
-        method: "ros21" (Rosenbrock-W, order 2: the joint impedance and contact forces taken
-            linearly implicitly, steps as long as the command period, two f per step), "ros23"
-            (the same steps with a third stage for a third-order error estimate: for rtol
-            below ~1e-3), "dopri5" (explicit Dormand-Prince 5(4), order 5: for tight tolerances),
-            or "auto" (default): dopri5 when rtol < 1e-6 is given, ros23 when rtol < 1e-2, else
-            ros21. Accuracy and speed of each: docs/ESS.md.
+        method: "ros23" (Rosenbrock-W 2(3): the joint impedance and contact forces taken
+            linearly implicitly, order 2; steps as long as the command period), "ros21" (its
+            two stages with a first-order error estimate: two f per step instead of three, less
+            accurate through impacts), "dopri5" (explicit Dormand-Prince 5(4), order 5: for tight
+            tolerances), or "auto" (default): dopri5 when rtol < 1e-6 is given, else ros23.
+            Accuracy and speed of each: docs/ESS.md.
         rtol, atol: step error tolerances (default per method: DEFAULT_TOL); h_max: largest
             integration step, s.
         slip_speed: v_s of the tanh friction law, m/s. liftoff: "force" or "gap".
@@ -625,7 +625,7 @@ class EssPlant:
         if method not in ("auto", *K.METHODS):
             raise ValueError(f"EssPlant: method must be 'auto' or one of {list(K.METHODS)}, got {method!r}")
         if method == "auto":
-            method = "ros21" if rtol is None or rtol >= 1e-2 else ("ros23" if rtol >= 1e-6 else "dopri5")
+            method = "dopri5" if rtol is not None and rtol < 1e-6 else "ros23"
         rtol = DEFAULT_TOL[method][0] if rtol is None else rtol
         atol = DEFAULT_TOL[method][1] if atol is None else atol
         for name, value in (("eps", eps), ("rtol", rtol), ("atol", atol), ("h_max", h_max),
