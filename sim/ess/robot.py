@@ -484,7 +484,7 @@ def _arrays(wk, wi):
     return wk[wi[WI_P]:wi[WI_P + 1]], wk[wi[WI_F]:wi[WI_F + 1]], wi[wi[WI_I]:wi[WI_I + 1]]
 
 
-@njit  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
+@njit(_nrt=False)  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
 def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     """`kernel.ess_integrate` bound to the robot vector field: integrate the plant state in F/I/B
     to time tf under the command held in p. Returns the kernel's status (guard in I[I_GUARD])."""
