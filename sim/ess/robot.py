@@ -51,8 +51,8 @@ HEADER = 7  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, k(nc), b(
 #   addr: C function pointers (ess_rhs, ess_terms, ess_contact, ess_dJnv, ess_out)
 #   fin, fout: ess_rhs's input (x, stance flags, command, slip speed) and output (xdot, phi, vn,
 #     force (nc x 2), tau) from its last call; bt, bc, bg: outputs of the other three
-#   gen (nv), W (4 x nv x nv: M, K, D, factor), piv (nv): ROS23's W and its LU factor
-#   memo: [fout valid, then robot_wprep's bookkeeping (see there)]
+#   gen (nv), W (4 x nv x nv: M, K, D, factor), piv (nv): ROS23's and ROS21's W and its LU factor
+#   memo: [what fout holds (FOUT_*, below), then robot_wprep's bookkeeping (see there)]
 C_RHS, C_TERMS, C_CONTACT, C_DJNV, C_OUT = 0, 1, 2, 3, 4
 
 
@@ -113,9 +113,12 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
 
 
-# The functions the kernel calls (and their helpers) are compiled with _nrt=False like the kernel
-# (see kernel.ess_integrate): they borrow every array and allocate nothing. The entry points
-# below them (_context's views, _tick, rollout_robot) keep numba's reference counting.
+# The functions the kernel calls (and their helpers), and `_integrate` which calls the kernel, are
+# compiled with _nrt=False like the kernel (see kernel.ess_integrate): they borrow every array and
+# allocate nothing. The functions that create the arenas' views and hand them down (`_context`,
+# `_arrays`, integrate_robot, _tick, rollout_robot) keep numba's reference counting: a view made
+# without it and released with it (or the reverse) would unbalance the count
+# (test_compiled_calls_leave_reference_counts_balanced).
 
 # memo[0], what fout holds for the input in fin: nothing, ess_out's part (phi, vn, force, tau) or
 # all of ess_rhs's outputs
@@ -240,7 +243,7 @@ def _w_book(memo, nu):
 
 @njit(cache=True, fastmath=FAST, _nrt=False)
 def robot_wprep(t, x, sigma, p, ctx):
-    """ROS23's W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
+    """The Rosenbrock-W methods' W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
 
     K = -dF/dq and D = -dF/dv of the generalised force F from the joint impedance (unless
     saturated) and the stance contacts (spring-damper normal force, tanh friction), with the
