@@ -311,8 +311,9 @@ def bench_sim_rtf(args) -> dict:
     """Real-time factor of the ESS plant for the hopper and the quadruped at 1 ms (the server's
     plant and call pattern) with its defaults (ros23); of ros21 (the same solution without the
     third stage that ros23's error estimate needs: two f per tick instead of three, less accurate
-    through impacts: docs/ESS.md); and of explicit dopri5 (rtol 1e-4) for scale. The configurations' repeats are interleaved (run 1 of each, then run 2
-    of each, ...), so that a slow phase of the machine hits all of them alike."""
+    through impacts: docs/ESS.md); and of explicit dopri5 (rtol 1e-4) for scale. The
+    configurations' repeats are interleaved (run 1 of each, then run 2 of each, ...), so that a
+    slow phase of the machine hits all of them alike."""
     import os
 
     reps = max(20, args.repeats or 20)

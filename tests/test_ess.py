@@ -204,7 +204,7 @@ def test_plant_bad_input_gives_clear_errors():
         plant.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 0.0]), np.zeros(2)), 0.01)
 
 
-# ----------------------------------------------------------------------------- Rosenbrock-W (ROS23, the plants' default; ROS21)
+# ----------------------------------------------------------------------------- Rosenbrock-W: ROS23 (default), ROS21
 
 
 def test_ros23_hopper1d_converges_to_the_closed_form():
