@@ -190,9 +190,10 @@ def _dopri_attempt(f, ctx, t, x, hs, sigma, p, k1, k2, k3, k4, k5, k6, k7, xs, x
 
 
 @njit
-def _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, K3, xs, xn, k7, err, rtol, atol, stats):
-    """One ROS23 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn, k7 = f(xn)
-    and err; returns the error norm."""
+def _ros_stages(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs):
+    """The two stages ROS23 and ROS21 share, from (t, x) with k1 = f(x) (W captured at x):
+    K1 = (I - d h W)^-1 k1, F1 = f(x + h/2 K1), K2 = (I - d h W)^-1 (F1 - K1) (the increment
+    K2 - K1 of ode23s's notation); xs is scratch. Returns g = d h."""
     n = x.shape[0]
     g = ROS_D * hs
     wsolve(g, True, p, ctx, k1, K1)
@@ -202,6 +203,15 @@ def _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, K3, xs, x
     for i in range(n):
         xs[i] = F1[i] - K1[i]
     wsolve(g, False, p, ctx, xs, K2)
+    return g
+
+
+@njit
+def _ros23_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, K3, xs, xn, k7, err, rtol, atol, stats):
+    """One ROS23 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn, k7 = f(xn)
+    and err; returns the error norm."""
+    n = x.shape[0]
+    g = _ros_stages(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs)
     for i in range(n):
         K2[i] += K1[i]
         xn[i] = x[i] + hs * K2[i]
@@ -220,15 +230,8 @@ def _ros21_attempt(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs, xn, e
     """One ROS21 attempt of size hs from (t, x) with k1 = f(x) (W captured at x): xn and err;
     returns the error norm."""
     n = x.shape[0]
-    g = ROS_D * hs
-    wsolve(g, True, p, ctx, k1, K1)
-    for i in range(n):
-        xs[i] = x[i] + 0.5 * hs * K1[i]
-    f(t + 0.5 * hs, xs, sigma, p, ctx, F1)
+    _ros_stages(f, wsolve, ctx, t, x, hs, sigma, p, k1, K1, F1, K2, xs)
     stats[S_FEVALS] += 1
-    for i in range(n):
-        xs[i] = F1[i] - K1[i]
-    wsolve(g, False, p, ctx, xs, K2)
     for i in range(n):
         xn[i] = x[i] + hs * (K1[i] + K2[i])
         err[i] = hs * K2[i]
