@@ -107,9 +107,14 @@ class ControllerClient:
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
                     time.sleep(o.delay_s)
                 f8 = np.float64  # the wire carries f8: integer gains (e.g. from a TOML file) would be rejected
-                sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, [
-                    np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8),
-                    np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([msg.seq + 1], dtype=np.int64)]))
+                arrays = [np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8),
+                          np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([msg.seq + 1], dtype=np.int64)]
+                try:
+                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=dims)
+                except ValueError as err:  # a malformed command: logged here, sent as is, the plant rejects and counts it
+                    self.errors.append({"reason": "bad_command", "detail": str(err)})
+                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays)
+                sock.send_multipart(frames)
                 t_sent = time.perf_counter()
                 if prepare is not None:  # e.g. the MPC's preparation phase, off the latency path
                     phases.update(prepare())

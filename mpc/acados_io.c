@@ -18,6 +18,29 @@ void legmpc_set_xu(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_out *o, int N, in
     for (int k = 0; k < N; k++) ocp_nlp_out_set(c, d, o, k, "u", us + k * nu);
 }
 
+/* the warm start of the next tick: stage k gets row k + 1 of xs / us (k < N, resp. N - 1);
+ * the last stage repeats the last row, its last state entry (the clock) advanced by dt */
+void legmpc_set_xu_shifted(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_out *o, int N, int nx, int nu,
+                           double *xs, double *us, double dt)
+{
+    double last[nx];
+    for (int k = 0; k < N; k++) ocp_nlp_out_set(c, d, o, k, "x", xs + (k + 1) * nx);
+    for (int i = 0; i < nx; i++) last[i] = xs[N * nx + i];
+    last[nx - 1] += dt;
+    ocp_nlp_out_set(c, d, o, N, "x", last);
+    for (int k = 0; k < N - 1; k++) ocp_nlp_out_set(c, d, o, k, "u", us + (k + 1) * nu);
+    ocp_nlp_out_set(c, d, o, N - 1, "u", us + (N - 1) * nu);
+}
+
+/* shift the solver's own iterate one stage earlier, through the buffers xs, us (which end up
+ * holding the iterate before the shift), as legmpc_set_xu_shifted does */
+void legmpc_shift(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_out *o, int N, int nx, int nu,
+                  double *xs, double *us, double dt)
+{
+    legmpc_get_xu(c, d, o, N, nx, nu, xs, us);
+    legmpc_set_xu_shifted(c, d, o, N, nx, nu, xs, us, dt);
+}
+
 /* fix the initial state: lbx = ubx = x0 at stage 0 */
 void legmpc_set_x0(ocp_nlp_config *c, ocp_nlp_dims *d, ocp_nlp_in *in, double *x0)
 {
@@ -48,14 +71,16 @@ void legmpc_stats(ocp_nlp_config *c, ocp_nlp_solver *s, int qp_row, double *out)
 }
 
 /* One real-time-iteration phase in one call: optionally fix x0 (NULL: keep), set rti_phase
- * (1 preparation, 2 feedback), solve, and fill `stats` as legmpc_stats does. Returns the
- * acados status. */
+ * (1 preparation, 2 feedback), solve, fill `stats` as legmpc_stats does, and optionally
+ * (xs not NULL) read the iterate into xs, us as legmpc_get_xu does. Returns the acados status. */
 int legmpc_rti_phase(ocp_nlp_config *c, ocp_nlp_dims *d, void *opts, ocp_nlp_solver *s,
-                     ocp_nlp_in *in, ocp_nlp_out *out, int phase, double *x0, int qp_row, double *stats)
+                     ocp_nlp_in *in, ocp_nlp_out *out, int phase, double *x0, int qp_row, double *stats,
+                     int N, int nx, int nu, double *xs, double *us)
 {
     if (x0) legmpc_set_x0(c, d, in, x0);
     ocp_nlp_solver_opts_set(c, opts, "rti_phase", &phase);
     int status = ocp_nlp_solve(s, in, out);
     legmpc_stats(c, s, qp_row, stats);
+    if (xs) legmpc_get_xu(c, d, out, N, nx, nu, xs, us);
     return status;
 }

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .acados_io import HorizonIO
+from .acados_io import STAT_NAMES, HorizonIO
 from .acados_runtime import acados_template, cached_ocp_solver
 from .contact_ocp import ContactOcp
 from .reference import FourierReference
@@ -125,8 +125,6 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
 class RtiSolver:
     """One compiled acados solver of the OCP plus warm-start and timing helpers."""
 
-    TIMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg")
-
     def __init__(self, problem: ContactOcp, reference: FourierReference, weights: CostWeights,
                  options: RtiOptions = RtiOptions(), *, joint_limits=None, cache_dir=None, verbose: bool = True):
         self.problem, self.reference, self.options = problem, reference, options
@@ -137,9 +135,7 @@ class RtiSolver:
                                         cache_dir=cache_dir, verbose=verbose)
         self.built_now = self.solver.legmpc_built_now
         self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu, rti=options.nlp_solver == "SQP_RTI")
-        self._acc = dict.fromkeys(self.TIMES, 0.0)
-        self._iters = {"sqp_iter": 0, "qp_iter": 0}
-        self._shifted = (np.zeros((self.n + 1, self.nx)), np.zeros((self.n, problem.nu)))  # shift()'s buffers
+        self._acc = np.zeros(len(STAT_NAMES))  # statistics summed since the last take_stats()
 
     def initialize(self, x0: np.ndarray, tau0: float) -> None:
         """Set the whole horizon's guess to the reference from gait time tau0 (state x0 at stage 0)."""
@@ -160,29 +156,25 @@ class RtiSolver:
     def shift(self, xs: np.ndarray | None = None, us: np.ndarray | None = None) -> None:
         """Warm start for the next tick: move every stage's x and u one stage earlier; the new
         last stage repeats the old last state and control (its clock advanced by dt). xs, us:
-        the current iterate if the caller already has it (else it is read)."""
+        the iterate to shift (default: the solver's current one)."""
         if xs is None or us is None:
-            xs, us = self.io.get()
-        xs2, us2 = self._shifted
-        xs2[:-1], xs2[-1], us2[:-1], us2[-1] = xs[1:], xs[-1], us[1:], us[-1]
-        xs2[-1, -1] += self.problem.options.dt
-        self.io.set(xs2, us2)
-
-    def _phase(self, phase: int, x0: np.ndarray | None = None) -> int:
-        status, st = self.io.rti_phase(phase, x0)
-        for key in self.TIMES:
-            self._acc[key] += st[key]
-        self._iters["sqp_iter"] += int(st["sqp_iter"])
-        self._iters["qp_iter"] += int(st["qp_iter"])
-        return status
+            self.io.shift(self.problem.options.dt)
+        else:
+            self.io.set_shifted(xs, us, self.problem.options.dt)
 
     def feedback(self, x0: np.ndarray) -> int:
-        """Feedback phase at the measured state x0 (nx + 1, clock last); returns acados status."""
-        return self._phase(2, x0)
+        """Feedback phase at the measured state x0 (nx + 1, clock last); returns acados status.
+        The resulting iterate is then in `iterate()`."""
+        self.io.x0[:] = x0
+        status = self.io.rti_phase(2, set_x0=True, read=True)
+        self._acc += self.io.last_stats
+        return status
 
     def prepare(self) -> int:
         """Preparation phase (linearize around the current, shifted guess) for the next tick."""
-        return self._phase(1)
+        status = self.io.rti_phase(1)
+        self._acc += self.io.last_stats
+        return status
 
     def solve_to_convergence(self, x0: np.ndarray) -> int:
         """Full solve (nlp_solver == "SQP"); returns acados status."""
@@ -191,14 +183,19 @@ class RtiSolver:
 
     def take_stats(self) -> dict:
         """Accumulated acados times (s) and iteration counts since the last call, then reset."""
-        out = {**self._acc, **self._iters}
-        self._acc = dict.fromkeys(self.TIMES, 0.0)
-        self._iters = {"sqp_iter": 0, "qp_iter": 0}
+        out = dict(zip(STAT_NAMES, self._acc.tolist()))
+        out["sqp_iter"], out["qp_iter"] = int(out["sqp_iter"]), int(out["qp_iter"])
+        self._acc[:] = 0.0
         return out
 
     def trajectory(self) -> tuple[np.ndarray, np.ndarray]:
-        """Current iterate: states (N+1, nx + 1, clock last) and controls (N, nu)."""
+        """Current iterate (copies): states (N+1, nx + 1, clock last) and controls (N, nu)."""
         return self.io.get()
+
+    def iterate(self) -> tuple[np.ndarray, np.ndarray]:
+        """The iterate read by the last feedback() (views, overwritten by the next feedback):
+        states (N+1, nx + 1) and controls (N, nu)."""
+        return self.io.xs, self.io.us
 
 
 def timed(fn, *args):

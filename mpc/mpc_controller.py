@@ -131,6 +131,10 @@ class ContactMpc:
         self._fn_idx = [self.problem.contact_index(i, "fn") for i in range(model.nc)]
         self._kp = np.full(len(self.joints), options.kp)
         self._kd = np.full(len(self.joints), options.kd)
+        self._kp.flags.writeable = self._kd.flags.writeable = False  # sent by every command, never copied
+        self._jq = np.asarray(self.joints, dtype=np.intp)  # positions (then velocities) of the actuated joints in x
+        self._jv = self._jq + model.nq
+        self._u_min = -model.u_max
         self._ref_touchdowns = None  # plant times (s) of the reference gait's touchdowns in one period
         self._fallback_k = 0
         self._info: dict = {}
@@ -185,8 +189,8 @@ class ContactMpc:
         missed = status not in (0, 2) or elapsed > self.options.deadline_s
         self._tick_ok = status in (0, 2)
         if self._tick_ok:
-            xs, us = self.rti.trajectory()
-            self._plan_x, self._plan_u = xs, us  # get() returned copies
+            xs, us = self.rti.iterate()
+            self._plan_x, self._plan_u = xs, us = xs.copy(), us.copy()  # kept as the fallback plan
             u0, x1 = us[0], xs[1]
             self._fallback_k = 0
         elif self._plan_u is not None and self._fallback_k + 1 < len(self._plan_u):
@@ -195,16 +199,15 @@ class ContactMpc:
         else:
             u0 = np.clip(self.reference.u_at(tau)[0], self.problem.u_lb, self.problem.u_ub)
             x1 = np.append(self.reference.x_at(tau + self.options.dt)[0], tau)
-        j = self.joints
         u_max = self.model.u_max
-        cmd = JointCommand(np.minimum(np.maximum(u0[: self.problem.n_tau], -u_max), u_max),  # np.clip: ~4 us
-                           x1[:nq][j], x1[nq:2 * nq][j], self._kp.copy(), self._kd.copy())
+        cmd = JointCommand(np.minimum(np.maximum(u0[: self.problem.n_tau], self._u_min), u_max),  # np.clip: ~4 us
+                           x1[self._jq], x1[self._jv], self._kp, self._kd)
         self._executed = (x, u0)
         self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
                       "deadline_s": self.options.deadline_s,
                       "slack_s": self.options.deadline_s - elapsed, "missed": int(missed),
                       "gait_clock_s": tau}
-        phases = {"feedback": elapsed, **{f"fb_{k[5:]}": stats[k] for k in ("time_tot", "time_qp")}}
+        phases = {"feedback": elapsed, "fb_tot": stats["time_tot"], "fb_qp": stats["time_qp"]}
         return cmd, phases
 
     def prepare(self) -> dict:
@@ -216,7 +219,7 @@ class ContactMpc:
             xs, us = self._plan_x, self._plan_u
             t_plan = self._planned_touchdown(xs, us)
             self._info["touchdown_vs_ref_s"] = self._touchdown_vs_reference(t_plan, xs[0, -1])
-            self.rti.shift(xs, us)
+            self.rti.shift()  # the iterate of this tick's feedback (xs, us)
         else:
             t_plan = self._info["touchdown_vs_ref_s"] = float("nan")
             self.rti.restart(x, self._info["gait_clock_s"] + self.options.dt)

@@ -85,3 +85,31 @@ def test_unexpected_type_and_missing_config():
         P.decode(_state(), DIMS, expect=(P.COMMAND,))
     with pytest.raises(P.ProtocolError, match="before CONFIG"):
         P.decode(_state(), None)
+
+
+def test_encode_with_dims_matches_the_general_encoder_and_checks_each_field():
+    cmd = [np.arange(2.0), np.ones(2), np.zeros(2), np.full(2, 5.0), np.full(2, 0.5), np.array([8], np.int64)]
+    state = [np.arange(4.0), np.zeros(4), np.array([1], np.uint8), np.ones((1, 2))]
+    for msg_type, arrays in ((P.COMMAND, cmd), (P.STATE, state)):
+        fast = P.encode(msg_type, 7, 1.25, arrays, wall_ns=11, dims=DIMS)
+        slow = P.encode(msg_type, 7, 1.25, arrays, wall_ns=11)
+        assert [bytes(memoryview(f).cast("B")) for f in fast] == [bytes(memoryview(f).cast("B")) for f in slow]
+    with pytest.raises(ValueError, match="kp: int64"):  # integer gains must be converted by the caller
+        P.encode(P.COMMAND, 7, 1.25, cmd[:3] + [np.array([5, 5])] + cmd[4:], dims=DIMS)
+    with pytest.raises(ValueError, match=r"q_des: float64 \(3,\)"):
+        P.encode(P.COMMAND, 7, 1.25, cmd[:1] + [np.ones(3)] + cmd[2:], dims=DIMS)
+    with pytest.raises(ValueError, match="needs 6 arrays"):
+        P.encode(P.COMMAND, 7, 1.25, cmd[:5], dims=DIMS)
+
+
+@pytest.mark.parametrize("field, bad", [("q", np.nan), ("v", np.inf), ("force", -np.inf)])
+def test_non_finite_values_in_any_float_field_are_rejected(field, bad):
+    arrays = {"q": np.arange(4.0), "v": np.zeros(4), "contact": np.array([1], np.uint8), "force": np.ones((1, 2))}
+    arrays[field].flat[-1] = bad
+    with pytest.raises(P.ProtocolError, match=f"non_finite: {field}"):
+        P.decode(P.encode(P.STATE, 7, 1.25, list(arrays.values())), DIMS)
+    long = P.encode(P.PLAN, 1, 0.0, [np.zeros(100), np.zeros((100, 8)), np.zeros((100, 2))])
+    long[2] = np.frombuffer(bytes(memoryview(long[2]).cast("B")), np.float64).copy()
+    long[2][-1] = bad  # past the short-array path
+    with pytest.raises(P.ProtocolError, match="non_finite: x"):
+        P.decode(long, DIMS)

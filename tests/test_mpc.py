@@ -84,12 +84,16 @@ def test_warm_start_shift_moves_every_stage(hopper, tmp_path):
     x = np.concatenate([hopper.q0 + np.array([0, 0.03, 0.2, -0.4]), np.zeros(4)])
     ctrl.compute(0.0, x[:4], x[4:], np.zeros(1, bool))
     xs, us = ctrl.rti.trajectory()
-    ctrl.rti.shift(xs, us)
-    xs2, us2 = ctrl.rti.trajectory()
-    np.testing.assert_array_equal(xs2[:-1], xs[1:])
-    np.testing.assert_array_equal(us2[:-1], us[1:])
-    np.testing.assert_array_equal(us2[-1], us[-1])
-    assert xs2[-1, -1] == pytest.approx(xs[-1, -1] + ctrl.options.dt)  # the clock advances
+    np.testing.assert_array_equal(xs, ctrl.rti.iterate()[0])  # the feedback read the iterate
+    for shift in (lambda: ctrl.rti.shift(xs, us), ctrl.rti.shift):  # a given iterate, then the solver's own
+        ctrl.rti.io.set(xs, us)
+        shift()
+        xs2, us2 = ctrl.rti.trajectory()
+        np.testing.assert_array_equal(xs2[:-1], xs[1:])
+        np.testing.assert_array_equal(us2[:-1], us[1:])
+        np.testing.assert_array_equal(us2[-1], us[-1])
+        np.testing.assert_array_equal(xs2[-1, :-1], xs[-1, :-1])
+        assert xs2[-1, -1] == pytest.approx(xs[-1, -1] + ctrl.options.dt)  # the clock advances
 
 
 def test_solver_failure_or_overrun_sends_previous_plan_and_flags_miss(hopper, monkeypatch):
