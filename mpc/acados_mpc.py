@@ -28,7 +28,8 @@ from .smoke import set_horizon
 @dataclass(frozen=True)
 class CostWeights:
     """Diagonal least-squares weights. w_x (nx), w_u (nu) per stage; terminal = w_x * terminal_factor.
-    z_l1, z_l2: L1 and L2 penalties on the complementarity slacks."""
+    z_l1, z_l2: L1 and L2 penalties on the complementarity slacks (the L1 penalty is exact,
+    i.e. buys no violation, only above the constraints' multipliers; see MpcOptions.z_l1)."""
 
     w_x: np.ndarray
     w_u: np.ndarray

@@ -39,6 +39,9 @@ class MpcOptions:
     OCP: dt (s per stage; equal to the control period so that the warm start shifts by one
     stage), n_stages, sigma, sigma_friction (relaxations, see mpc.contact_ocp).
     Solver: qp_iter_max, qp_tol, cond_n (partial condensing horizon), hpipm_mode.
+    z_l1: L1 penalty on the complementarity slacks (in tracking-cost units). Too low and the
+    QP buys "ghost" contact forces through the slacks (a foot pushing while in the air): at 100
+    the quadruped fell that way on three plants; 1000 keeps them out (docs/MPC.md).
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the predicted next state.
     deadline_s: per-tick compute budget (s); a feedback that exceeds it counts as a miss.
     inject_delay_s: test hook, sleep this long inside the feedback (simulates a solver timeout).
@@ -59,6 +62,7 @@ class MpcOptions:
     hpipm_mode: str = "BALANCE"
     kp: float = 5.0
     kd: float = 0.5
+    z_l1: float = 100.0
     deadline_s: float = 0.009
     inject_delay_s: float = 0.0
     plan: str | None = None
@@ -71,6 +75,8 @@ class MpcOptions:
             raise ValueError(f"mpc deadline_s must be > 0 s, got {self.deadline_s}")
         if not (isinstance(self.qp_iter_max, int) and self.qp_iter_max >= 1):
             raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
+        if not self.z_l1 > 0:
+            raise ValueError(f"mpc z_l1 (slack penalty) must be > 0, got {self.z_l1}")
         if self.n_stages * self.dt < 0.1:
             raise ValueError(f"mpc horizon n_stages * dt = {self.n_stages * self.dt:.3f} s is too short; use >= 0.1 s")
         return self
@@ -110,7 +116,7 @@ class ContactMpc:
         task = options.task.validate(model)
         self.model, self.options = model, options
         self.problem = ContactOcp(model, options.ocp)
-        weights = default_weights(self.problem)
+        weights = replace(default_weights(self.problem), z_l1=options.z_l1)
         if options.plan is None:
             self.gait = periodic_gait(model, task, options.ocp, verbose=verbose)
             self.reference = FourierReference.fit(self.gait)
@@ -295,10 +301,11 @@ def plan_reference(problem: ContactOcp, path: str) -> TrajectoryReference:
 # per-robot defaults (measured, docs/MPC.md): the hopper's QP is solved with HPIPM's SPEED_ABS
 # preset (acados feedback p50 0.32 ms against 0.58 with BALANCE in back-to-back 10 s runs, same
 # gait, survives a 2 N s push); the quadruped's whole-body QP (23 states, 24 controls per stage)
-# over 0.2 s without partial condensing and with BALANCE (with SPEED_ABS it fell after a 5 N s
-# push, with SPEED without one; 15 stages fell without a push)
+# over 0.2 s without partial condensing, with BALANCE (SPEED_ABS fell; 15 stages fell) and a
+# slack penalty z_l1 of 1000 (at 100 it fell on the ros21 plant and from a standing start on
+# ros23; the hopper at 1000 moves its touchdowns by a stage more often and gains nothing)
 ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45, "hpipm_mode": "SPEED_ABS"},
-                  "quadruped": {"n_stages": 20, "cond_n": None}}
+                  "quadruped": {"n_stages": 20, "cond_n": None, "z_l1": 1000.0}}
 
 
 def make_mpc(model: RobotModel, **options) -> ContactMpc:
