@@ -27,8 +27,7 @@ from .gaits import periodic_gait
 from .reference import FourierReference, TrajectoryReference
 from .tasks import Task
 
-TOUCHDOWN_GAP = 2e-3  # m: a planned stage with a gap below this and load above TOUCHDOWN_LOAD is a contact
-TOUCHDOWN_LOAD = 0.2  # weights
+TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this is in contact (touchdown records)
 
 
 @dataclass(frozen=True)
@@ -241,36 +240,29 @@ class ContactMpc:
                 "prep_time_lin": stats["time_lin"]}
 
     def _planned_touchdown(self, xs: np.ndarray, us: np.ndarray) -> float:
-        """Gait-clock-free planned time (s, plant time) of the next flight -> contact transition, or nan."""
+        """Gait-clock-free planned time (s, plant time) of the plan's next touchdown (the first
+        stage where some foot's load goes from below TOUCHDOWN_LOAD to above it), or nan."""
         if self.offset is None:
             return float("nan")
-        loaded = self._loaded(us)
-        onset = loaded[1:] > loaded[:-1]
-        k = int(onset.argmax())
-        if not onset[k]:
+        loaded = us[:, self._fn_idx] > TOUCHDOWN_LOAD  # stages x contacts
+        onset = (loaded[1:] > loaded[:-1]).ravel()  # stage-major: the first hit is the earliest stage
+        i = int(onset.argmax())
+        if not onset[i]:
             return float("nan")
-        return float(xs[0, -1] - self.offset + (k + 2) * self.options.dt)
-
-    def _loaded(self, us: np.ndarray) -> np.ndarray:
-        """Per stage of `us` (stages x nu): does any contact carry a normal impulse above
-        TOUCHDOWN_LOAD (weights)? Column by column: numpy's any(axis=1) costs ~5 us."""
-        loaded = us[:, self._fn_idx[0]] > TOUCHDOWN_LOAD
-        for i in self._fn_idx[1:]:
-            loaded |= us[:, i] > TOUCHDOWN_LOAD
-        return loaded
+        return float(xs[0, -1] - self.offset + (i // self.model.nc + 2) * self.options.dt)
 
     def _touchdown_vs_reference(self, t_plan: float, tau: float) -> float:
-        """Planned touchdown time minus the nearest touchdown of the reference gait (s), both in
-        plant time and by the rule of `_planned_touchdown` (the reference's impulses on the
-        stage grid of the gait clock): 0 means the plan keeps the reference's schedule. nan
-        when there is no planned touchdown or when tracking a plan."""
+        """Planned touchdown time minus the nearest touchdown (of any foot) of the reference gait
+        (s), both in plant time and by the rule of `_planned_touchdown` (the reference's forces
+        on the stage grid of the gait clock): 0 means the plan keeps the reference's schedule.
+        nan when there is no planned touchdown or when tracking a plan."""
         if self.gait is None or not np.isfinite(t_plan):
             return float("nan")
         period, dt = self.gait.period, self.options.dt
         if self._ref_touchdowns is None:  # once: the reference's touchdowns over one period
             n = max(1, int(round(period / dt)))
-            loaded = self._loaded(self.reference.u_at(tau + dt * np.arange(n + 1)))
-            onset = np.flatnonzero(loaded[1:] > loaded[:-1])
+            loaded = self.reference.u_at(tau + dt * np.arange(n + 1))[:, self._fn_idx] > TOUCHDOWN_LOAD
+            onset = np.flatnonzero((loaded[1:] > loaded[:-1]).any(axis=1))
             self._ref_touchdowns = (tau - self.offset + (onset + 2) * dt).tolist()
         # a few touchdowns per period: plain Python beats numpy's per-call cost here
         d = [(t_plan - t_ref + 0.5 * period) % period - 0.5 * period for t_ref in self._ref_touchdowns]
