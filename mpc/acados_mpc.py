@@ -194,8 +194,9 @@ class RtiSolver:
         return self.io.get()
 
     def iterate(self) -> tuple[np.ndarray, np.ndarray]:
-        """The iterate read by the last feedback() (views, overwritten by the next feedback):
-        states (N+1, nx + 1) and controls (N, nu)."""
+        """The iterate last read, i.e. right after feedback() its result (views of the I/O
+        buffers, overwritten by the next feedback(), trajectory() or shift()): states
+        (N+1, nx + 1) and controls (N, nu)."""
         return self.io.xs, self.io.us
 
 
