@@ -22,7 +22,7 @@ from robots.model import RobotModel
 from sim.protocol import JointCommand, actuated_joints
 
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
-from .contact_ocp import ContactOcp, OcpOptions
+from .contact_ocp import CONTACT_VARS, ContactOcp, OcpOptions
 from .gaits import periodic_gait
 from .reference import FourierReference, TrajectoryReference
 from .tasks import Task
@@ -134,6 +134,9 @@ class ContactMpc:
         self._plan_x = self._plan_u = None  # the iterate of the last successful feedback (fallback plan)
         self._tick_ok = False
         self._fn_idx = [self.problem.contact_index(i, "fn") for i in range(model.nc)]
+        # the same columns as a slice: a view, where a list index copies (~10 us per tick)
+        self._fn_cols = slice(self._fn_idx[0], self._fn_idx[-1] + 1, len(CONTACT_VARS))
+        assert list(range(model.nu + 4 * model.nc))[self._fn_cols] == self._fn_idx
         self._kp = np.full(len(self.joints), options.kp)
         self._kd = np.full(len(self.joints), options.kd)
         self._kp.flags.writeable = self._kd.flags.writeable = False  # sent by every command, never copied
@@ -244,10 +247,10 @@ class ContactMpc:
         stage where some foot's load goes from below TOUCHDOWN_LOAD to above it), or nan."""
         if self.offset is None:
             return float("nan")
-        loaded = us[:, self._fn_idx] > TOUCHDOWN_LOAD  # stages x contacts
-        onset = (loaded[1:] > loaded[:-1]).ravel()  # stage-major: the first hit is the earliest stage
-        i = int(onset.argmax())
-        if not onset[i]:
+        loaded = us[:, self._fn_cols] > TOUCHDOWN_LOAD  # stages x contacts
+        onset = loaded[1:] > loaded[:-1]
+        i = int(onset.argmax())  # flat, stage-major: the first hit is the earliest stage
+        if not onset.flat[i]:
             return float("nan")
         return float(xs[0, -1] - self.offset + (i // self.model.nc + 2) * self.options.dt)
 
