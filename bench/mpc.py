@@ -25,7 +25,6 @@ def _tick_times(robot: str, ticks: int) -> dict:
     plant = make_plant("ess", model)
     state = plant.reset(ctrl.reference.x_at(0.0)[0][: model.nq].copy(), None)
     dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
-    f8 = np.float64
     rows = []
     for k in range(ticks):
         frames = [bytes(memoryview(f).cast("B")) for f in
@@ -36,9 +35,7 @@ def _tick_times(robot: str, ticks: int) -> dict:
         a = msg.arrays
         cmd, phases = ctrl.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
         t2 = time.perf_counter()
-        P.encode(P.COMMAND, msg.seq, msg.t, [np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8),
-                                             np.asarray(cmd.v_des, f8), np.asarray(cmd.kp, f8),
-                                             np.asarray(cmd.kd, f8), np.array([k + 1], np.int64)], dims=dims)
+        P.encode(P.COMMAND, msg.seq, msg.t, P.command_arrays(cmd, k + 1), dims=dims)
         t3 = time.perf_counter()
         phases.update(ctrl.prepare())
         ctrl.tick_info()

@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import zmq
 
 from . import protocol as P
@@ -106,9 +105,7 @@ class ControllerClient:
                 cmd, phases = self.controller.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
                     time.sleep(o.delay_s)
-                f8 = np.float64  # the wire carries f8: integer gains (e.g. from a TOML file) would be rejected
-                arrays = [np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8),
-                          np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([msg.seq + 1], dtype=np.int64)]
+                arrays = P.command_arrays(cmd, msg.seq + 1)
                 try:
                     frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=dims)
                 except ValueError as err:  # a malformed command: logged here, sent as is, the plant rejects and counts it

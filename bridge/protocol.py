@@ -151,6 +151,15 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
     return [b"".join(parts), *frames]
 
 
+def command_arrays(cmd, valid_until: int) -> list[np.ndarray]:
+    """The six arrays of a COMMAND from a `sim.protocol.JointCommand` (tau_ff, q_des, v_des,
+    kp, kd as f8: integer gains, e.g. from a TOML file, would otherwise be rejected) and the
+    tick until which it is valid."""
+    f8 = np.float64
+    return [np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8),
+            np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([valid_until], dtype=np.int64)]
+
+
 def encode_json(msg_type: int, seq: int, t: float, payload: dict) -> list:
     """Frames of a HELLO / CONFIG / ERROR / BYE message carrying `payload` as UTF-8 JSON."""
     data = np.frombuffer(json.dumps(payload).encode("utf-8"), dtype=np.uint8)

@@ -135,10 +135,16 @@ class ContactOcp:
         """Index in u of `var` (one of CONTACT_VARS) of contact number `contact`."""
         return self.n_tau + 4 * contact + CONTACT_VARS.index(var)
 
+    @property
+    def fn_columns(self) -> slice:
+        """The columns of u holding the contacts' normal forces fn (weights), one per contact,
+        as a slice (indexing with it is a view)."""
+        return slice(self.n_tau, self.n_tau + len(CONTACT_VARS) * self.nc, len(CONTACT_VARS))
+
     def normal_forces(self, u: np.ndarray) -> np.ndarray:
         """Normal contact forces in N from control vector(s) u (..., nu) -> (..., nc)."""
         u = np.asarray(u)
-        return self.weight * u[..., self.n_tau::4][..., : self.nc]
+        return self.weight * u[..., self.fn_columns]
 
     def complementarity_max(self, xs: np.ndarray, us: np.ndarray) -> float:
         """Largest violation of exact complementarity along a trajectory: max over stages and

@@ -22,7 +22,7 @@ from robots.model import RobotModel
 from sim.protocol import JointCommand, actuated_joints
 
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
-from .contact_ocp import CONTACT_VARS, ContactOcp, OcpOptions
+from .contact_ocp import ContactOcp, OcpOptions
 from .gaits import periodic_gait
 from .reference import FourierReference, TrajectoryReference
 from .tasks import Task
@@ -133,10 +133,7 @@ class ContactMpc:
         self.offset: float | None = None
         self._plan_x = self._plan_u = None  # the iterate of the last successful feedback (fallback plan)
         self._tick_ok = False
-        self._fn_idx = [self.problem.contact_index(i, "fn") for i in range(model.nc)]
-        # the same columns as a slice: a view, where a list index copies (~10 us per tick)
-        self._fn_cols = slice(self._fn_idx[0], self._fn_idx[-1] + 1, len(CONTACT_VARS))
-        assert list(range(model.nu + 4 * model.nc))[self._fn_cols] == self._fn_idx
+        self._fn_cols = self.problem.fn_columns  # a slice: a view, where a list index copies
         self._kp = np.full(len(self.joints), options.kp)
         self._kd = np.full(len(self.joints), options.kd)
         self._kp.flags.writeable = self._kd.flags.writeable = False  # sent by every command, never copied
@@ -264,7 +261,7 @@ class ContactMpc:
         period, dt = self.gait.period, self.options.dt
         if self._ref_touchdowns is None:  # once: the reference's touchdowns over one period
             n = max(1, int(round(period / dt)))
-            loaded = self.reference.u_at(tau + dt * np.arange(n + 1))[:, self._fn_idx] > TOUCHDOWN_LOAD
+            loaded = self.reference.u_at(tau + dt * np.arange(n + 1))[:, self._fn_cols] > TOUCHDOWN_LOAD
             onset = np.flatnonzero((loaded[1:] > loaded[:-1]).any(axis=1))
             self._ref_touchdowns = (tau - self.offset + (onset + 2) * dt).tolist()
         # a few touchdowns per period: plain Python beats numpy's per-call cost here
