@@ -244,12 +244,18 @@ class ContactMpc:
         stage where some foot's load goes from below TOUCHDOWN_LOAD to above it), or nan."""
         if self.offset is None:
             return float("nan")
-        loaded = us[:, self._fn_cols] > TOUCHDOWN_LOAD  # stages x contacts
-        onset = loaded[1:] > loaded[:-1]
+        onset = self._load_onsets(us)
         i = int(onset.argmax())  # flat, stage-major: the first hit is the earliest stage
         if not onset.flat[i]:
             return float("nan")
         return float(xs[0, -1] - self.offset + (i // self.model.nc + 2) * self.options.dt)
+
+    def _load_onsets(self, us: np.ndarray) -> np.ndarray:
+        """(stages - 1) x contacts: does contact i's normal force (weights) rise from at most
+        TOUCHDOWN_LOAD at stage k to above it at stage k + 1? The touchdown rule of the plan
+        and of the reference alike."""
+        loaded = us[:, self._fn_cols] > TOUCHDOWN_LOAD
+        return loaded[1:] > loaded[:-1]
 
     def _touchdown_vs_reference(self, t_plan: float, tau: float) -> float:
         """Planned touchdown time minus the nearest touchdown (of any foot) of the reference gait
@@ -261,8 +267,7 @@ class ContactMpc:
         period, dt = self.gait.period, self.options.dt
         if self._ref_touchdowns is None:  # once: the reference's touchdowns over one period
             n = max(1, int(round(period / dt)))
-            loaded = self.reference.u_at(tau + dt * np.arange(n + 1))[:, self._fn_cols] > TOUCHDOWN_LOAD
-            onset = np.flatnonzero((loaded[1:] > loaded[:-1]).any(axis=1))
+            onset = np.flatnonzero(self._load_onsets(self.reference.u_at(tau + dt * np.arange(n + 1))).any(axis=1))
             self._ref_touchdowns = (tau - self.offset + (onset + 2) * dt).tolist()
         # a few touchdowns per period: plain Python beats numpy's per-call cost here
         d = [(t_plan - t_ref + 0.5 * period) % period - 0.5 * period for t_ref in self._ref_touchdowns]
