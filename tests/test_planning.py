@@ -15,7 +15,7 @@ import pytest
 from mpc.planning import ContactLagrangian, PlannerOptions, time_freezing_system
 from mpc.planning.particle import GRAVITY, particle_system
 from mpc.planning.scenarios import count_touchdowns, run_scenario
-from mpc.planning.time_freezing import dense_regions, step_multipliers
+from mpc.planning.time_freezing import dense_regions, lifted_step_field, step_multipliers
 from robots import get_robot
 
 
@@ -44,6 +44,24 @@ def test_step_multipliers_partition_unity_and_dense_regions():
     np.testing.assert_allclose(step_multipliers(sys_.S, [0, 0, 0]), [0, 0, 0, 1])
     F, S, aux = dense_regions(sys_)
     assert S.shape == (8, 3) and aux == (6, 7)  # only c1 < 0, c2 < 0 is auxiliary
+
+
+@pytest.mark.parametrize("mu", [0.6, 0.0])
+def test_lifted_step_field_equals_the_step_field(mu):
+    """With beta = (1 - alpha_1)(1 - alpha_2) the lifted field is F @ theta(alpha) of Eq. (32)."""
+    sys_ = particle_system(mu=mu)
+    alpha, beta, f_x, g_z = lifted_step_field(sys_)
+    lifted = ca.Function("lifted", [sys_.x, sys_.u, alpha, beta], [f_x, g_z])
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        x, u, a = rng.normal(size=6), rng.normal(size=1), rng.uniform(size=alpha.numel())
+        b = (1 - a[0]) * (1 - a[1])
+        f, g = (np.asarray(v).ravel() for v in lifted(x, u, a, b))
+        F = np.asarray(sys_.functions["F"](x, u))
+        np.testing.assert_allclose(f, F @ step_multipliers(sys_.S, a), atol=1e-12)
+        assert g == pytest.approx(0.0, abs=1e-15)
+        # a wrong beta shows in the residual
+        assert float(lifted(x, u, a, b + 0.1)[1]) == pytest.approx(0.1)
 
 
 def test_sliding_mode_slowdown_is_gamma_of_theorem_4():
@@ -93,6 +111,10 @@ def test_bad_inputs_name_the_field():
         PlannerOptions(first_nlp_max_iter=0)
     with pytest.raises(ValueError, match="init"):
         PlannerOptions(init="spline")
+    with pytest.raises(ValueError, match="alpha_init"):
+        PlannerOptions(alpha_init=1.5)
+    with pytest.raises(ValueError, match="lift_step"):
+        PlannerOptions(pss="stewart", lift_step=True)
     with pytest.raises(ValueError, match="unknown plan scenario"):
         run_scenario("no-such-plan")
 

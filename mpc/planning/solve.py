@@ -4,7 +4,8 @@ What comes from `nosnoc` 0.2: the Step representation of the PSS as a dynamic co
 system, the FESD Radau IIA discretization with free finite-element lengths, cross
 complementarities and step equilibration, the per-interval speed-of-time variables
 (`SpeedOfTimeVariableMode.LOCAL`) and the NLP. What is done here: the time-freezing system
-itself (`time_freezing.py`), the clock constraints t_k = k T / N as *equalities* (nosnoc's own
+itself and its lifted Step field (`time_freezing.py`), the clock constraints t_k = k T / N
+as *equalities* (nosnoc's own
 stage clock constraint is a band of +-`time_freezing_tolerance`, 1e-3 s by default, and cannot
 be switched between homotopy steps), the speed-of-time penalty, the homotopy loop with progress
 on stderr and a strict success test, and the recovery of the physical-time trajectory.
@@ -24,7 +25,7 @@ import casadi as ca
 import numpy as np
 
 from .ocp import PlannerOptions, TimeFreezingOcp
-from .time_freezing import dense_regions, step_multipliers
+from .time_freezing import dense_regions, lifted_step_field, step_multipliers
 
 with warnings.catch_warnings():  # nosnoc's __init__ sets a global "always" warnings filter
     import nosnoc
@@ -115,6 +116,10 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
 
     solver.initialize()
     w = prob.w0.copy()
+    if options.pss == "step":
+        w[np.asarray(flatten(prob.ind_alpha), dtype=int)] = options.alpha_init
+        if options.lift_step:  # beta = (1 - alpha_1)(1 - alpha_2)
+            w[np.asarray(flatten(prob.ind_z), dtype=int)] = (1.0 - options.alpha_init) ** 2
     if options.init == "interpolate":
         _interpolate_guess(w, prob, ocp, options)
     if w_start is not None:
@@ -195,14 +200,19 @@ def _next_sigma(sigma: float, options: PlannerOptions) -> float:
 def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     """The nosnoc model, OCP and options of a time-freezing OCP."""
     sys_ = ocp.system
-    cls = sys_.cls
     x0 = np.concatenate([ocp.q0, ocp.v0, [0.0, 0.0]])
-    if options.pss == "stewart":
-        F, S, _ = dense_regions(sys_)
+    if options.lift_step:
+        alpha, beta, f_x, g_z = lifted_step_field(sys_)
+        # alpha starts at 1/2 in nosnoc, so beta = (1 - 1/2)^2
+        model = nosnoc.NosnocModel(x=sys_.x, f_x=[f_x], alpha=[alpha], c=[sys_.c], z=beta, z0=np.array([0.25]),
+                                   g_z=g_z, x0=x0, u=sys_.u, t_var=sys_.t, name=f"tf_{ocp.name}")
     else:
-        F, S = sys_.F, sys_.S
-    model = nosnoc.NosnocModel(x=sys_.x, F=[F], c=[sys_.c], S=[S], x0=x0, u=sys_.u,
-                               t_var=sys_.t, name=f"tf_{ocp.name}")
+        if options.pss == "stewart":
+            F, S, _ = dense_regions(sys_)
+        else:
+            F, S = sys_.F, sys_.S
+        model = nosnoc.NosnocModel(x=sys_.x, F=[F], c=[sys_.c], S=[S], x0=x0, u=sys_.u,
+                                   t_var=sys_.t, name=f"tf_{ocp.name}")
     lbx = np.concatenate([ocp.q_lb, ocp.v_lb, [-np.inf, -np.inf]])
     ubx = np.concatenate([ocp.q_ub, ocp.v_ub, [np.inf, np.inf]])
     # path constraints are written in (q, v, u); the time-freezing state adds t and ell only.

@@ -259,6 +259,34 @@ def dense_regions(system: TimeFreezingSystem) -> tuple[ca.SX, np.ndarray, tuple[
     return ca.horzcat(*cols), np.array(rows), tuple(aux)
 
 
+def lifted_step_field(system: TimeFreezingSystem) -> tuple[ca.SX, ca.SX, ca.SX, ca.SX]:
+    """The Step-representation field with its products lifted (nosnoc-MATLAB's pss_lift_step_functions).
+
+    In the rows of S the two "clock runs" fields are the same f_ode, so with
+    beta = (1 - alpha_1)(1 - alpha_2) (the weight of "in contact and approaching") the field is
+
+        f = (1 - beta) f_ode + beta (alpha_3 f_aux,fwd + (1 - alpha_3) f_aux,bwd)
+
+    (without friction the bracket is the single auxiliary field). beta is an algebraic
+    variable with the equation g_z = beta - (1 - alpha_1)(1 - alpha_2) = 0, so the field is
+    bilinear in (alpha, beta) instead of a triple product. Same solutions, less curvature.
+    Returns (alpha, beta, f_x, g_z) as SX; alpha and beta are fresh symbols (dimensionless).
+    """
+    nc = system.S.shape[1]
+    alpha = ca.SX.sym("alpha", nc)
+    beta = ca.SX.sym("beta")
+    F = system.F
+    if nc == 3:
+        aux = alpha[2] * F[:, 2] + (1 - alpha[2]) * F[:, 3]
+    elif nc == 2:
+        aux = F[:, 2]
+    else:  # pragma: no cover - time_freezing_system builds only these two shapes
+        raise ValueError(f"expected 2 or 3 switching functions, got {nc}")
+    f_x = (1 - beta) * F[:, 0] + beta * aux
+    g_z = beta - (1 - alpha[0]) * (1 - alpha[1])
+    return alpha, beta, f_x, g_z
+
+
 def step_multipliers(S: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Filippov multipliers theta (one per row of S) from Step values alpha in [0, 1] (Eq. 32).
 
