@@ -4,11 +4,11 @@ What comes from `nosnoc` 0.2: the Step representation of the PSS as a dynamic co
 system, the FESD Radau IIA discretization with free finite-element lengths, cross
 complementarities and step equilibration, the per-interval speed-of-time variables
 (`SpeedOfTimeVariableMode.LOCAL`) and the NLP. What is done here: the time-freezing system
-itself and its lifted Step field (`time_freezing.py`), the clock constraints t_k = k T / N
-as *equalities* (nosnoc's own
-stage clock constraint is a band of +-`time_freezing_tolerance`, 1e-3 s by default, and cannot
-be switched between homotopy steps), the speed-of-time penalty, the homotopy loop with progress
-on stderr and a strict success test, and the recovery of the physical-time trajectory.
+itself and its lifted Step field (`time_freezing.py`), the clock constraints t_k = k T / N as
+*equalities* (nosnoc's own stage clock constraint is a band of +-`time_freezing_tolerance`,
+1e-3 s by default, and cannot be switched between homotopy steps), the speed-of-time penalty,
+the homotopy loop with progress on stderr and a strict success test, and the recovery of the
+physical-time trajectory.
 """
 from __future__ import annotations
 
