@@ -113,8 +113,6 @@ def test_bad_inputs_name_the_field():
         PlannerOptions(init="spline")
     with pytest.raises(ValueError, match="alpha_init"):
         PlannerOptions(alpha_init=1.5)
-    with pytest.raises(ValueError, match="lift_step"):
-        PlannerOptions(pss="stewart", lift_step=True)
     with pytest.raises(ValueError, match="unknown plan scenario"):
         run_scenario("no-such-plan")
 

@@ -68,7 +68,7 @@ class PlannerOptions:
             beta = (1 - alpha_1)(1 - alpha_2) as an algebraic variable (see
             time_freezing.lifted_step_field) instead of nosnoc's triple products (the authors'
             MATLAB default, pss_lift_step_functions). Same solution; Example 5 solves 1.8-2.6x
-            faster (docs/PLANNING.md).
+            faster (docs/PLANNING.md). Ignored with pss="stewart" (linear in theta already).
         alpha_init: initial guess of every Step variable alpha (nosnoc-py uses 1/2, nosnoc-MATLAB
             1). At 1 the initial field is f_ode alone; at 1/2 a quarter of the stiff auxiliary
             field is mixed in, a large defect at the trivial initial guess.
@@ -125,8 +125,6 @@ class PlannerOptions:
             raise ValueError(f"pss must be 'step' or 'stewart', got {self.pss!r}")
         if not 0 <= self.alpha_init <= 1:
             raise ValueError(f"alpha_init must be in [0, 1], got {self.alpha_init}")
-        if self.lift_step and self.pss != "step":
-            raise ValueError(f"lift_step applies to pss='step' only, got pss={self.pss!r}")
         if self.first_nlp_max_iter is not None and self.first_nlp_max_iter < 1:
             raise ValueError(f"first_nlp_max_iter must be >= 1 or None, got {self.first_nlp_max_iter}")
         if self.max_homotopy < 1 or self.ipopt_max_iter < 1:

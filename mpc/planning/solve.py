@@ -117,9 +117,7 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
     solver.initialize()
     w = prob.w0.copy()
     if options.pss == "step":
-        w[np.asarray(flatten(prob.ind_alpha), dtype=int)] = options.alpha_init
-        if options.lift_step:  # beta = (1 - alpha_1)(1 - alpha_2)
-            w[np.asarray(flatten(prob.ind_z), dtype=int)] = (1.0 - options.alpha_init) ** 2
+        w[np.asarray(flatten(prob.ind_alpha), dtype=int)] = options.alpha_init  # nosnoc uses 1/2
     if options.init == "interpolate":
         _interpolate_guess(w, prob, ocp, options)
     if w_start is not None:
@@ -201,10 +199,10 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     """The nosnoc model, OCP and options of a time-freezing OCP."""
     sys_ = ocp.system
     x0 = np.concatenate([ocp.q0, ocp.v0, [0.0, 0.0]])
-    if options.lift_step:
+    if options.lift_step and options.pss == "step":
         alpha, beta, f_x, g_z = lifted_step_field(sys_)
-        # alpha starts at 1/2 in nosnoc, so beta = (1 - 1/2)^2
-        model = nosnoc.NosnocModel(x=sys_.x, f_x=[f_x], alpha=[alpha], c=[sys_.c], z=beta, z0=np.array([0.25]),
+        beta0 = np.array([(1.0 - options.alpha_init) ** 2])  # solve_plan starts every alpha at alpha_init
+        model = nosnoc.NosnocModel(x=sys_.x, f_x=[f_x], alpha=[alpha], c=[sys_.c], z=beta, z0=beta0,
                                    g_z=g_z, x0=x0, u=sys_.u, t_var=sys_.t, name=f"tf_{ocp.name}")
     else:
         if options.pss == "stewart":
