@@ -276,9 +276,9 @@ def test_feet_in_the_air_carry_no_planned_load(tmp_path):
     model = get_robot("quadruped")
     problem = ContactOcp(model, OcpOptions(n_stages=20))
     x_stand = np.concatenate([model.q0, np.zeros(model.nv)])
-    fn_idx = [problem.contact_index(i, "fn") for i in range(model.nc)]
+    fn = problem.fn_columns
     u_stand = np.zeros(problem.nu)
-    u_stand[fn_idx] = 1.0 / model.nc
+    u_stand[fn] = 1.0 / model.nc
     reference = TrajectoryReference.from_samples([0.0, 10.0], np.vstack([x_stand, x_stand]), [0.0, 10.0],
                                                  u_stand[None, :])
     weights = replace(default_weights(problem), z_l1=ROBOT_DEFAULTS["quadruped"]["z_l1"])
@@ -294,4 +294,4 @@ def test_feet_in_the_air_carry_no_planned_load(tmp_path):
     gap_next = np.asarray(problem.pairs(xs[0, :-1], us[0])[0]).ravel()[: model.nc]
     airborne = gap_next > 5e-3
     assert airborne.any()
-    assert np.all(us[0, fn_idx][airborne] < 0.03), (us[0, fn_idx], gap_next)
+    assert np.all(us[0, fn][airborne] < 0.03), (us[0, fn], gap_next)
