@@ -96,6 +96,12 @@ def test_hopper_time_freezing_uses_the_robot_model():
     np.testing.assert_allclose(F[4:8, 2], 200.0 * np.linalg.solve(M, Jn - mu * Jt), rtol=1e-10)
     np.testing.assert_allclose(F[:4, 2:], 0.0)  # q and clock frozen in the auxiliary regions
     np.testing.assert_allclose(F[8, 2:], 0.0)
+    # gap_scale multiplies the first switching function only; the field and the gap are unchanged
+    scaled = time_freezing_system(cls, a_n=200.0, stage_cost=ca.dot(cls.u, cls.u), gap_scale=10.0)
+    c, c_scaled = (np.asarray(s.functions["switching"](x)).ravel() for s in (sys_, scaled))
+    np.testing.assert_allclose(c_scaled, c * np.array([10.0, 1.0, 1.0]), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(scaled.functions["F"](x, u)), F, rtol=1e-12)
+    assert float(scaled.functions["gap"](x)) == pytest.approx(c[0])
 
 
 def test_bad_inputs_name_the_field():
@@ -105,6 +111,8 @@ def test_bad_inputs_name_the_field():
                           bias=ca.SX.zeros(2), actuation=ca.SX.zeros(2, 1), gap=q[1], tangent_coordinate=q[0], mu=-1)
     with pytest.raises(ValueError, match="a_n"):
         particle_system(a_n=0.0)
+    with pytest.raises(ValueError, match="gap_scale"):
+        time_freezing_system(particle_system(a_n=1.0).cls, a_n=1.0, gap_scale=-1.0)
     with pytest.raises(ValueError, match="s_max"):
         PlannerOptions(s_max=0.5)
     with pytest.raises(ValueError, match="first_nlp_max_iter"):

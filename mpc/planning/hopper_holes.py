@@ -65,6 +65,7 @@ class HopperTask:
     foot_z_range: tuple[float, float] = (-0.005, 0.2)
     terrain: HoleTerrain = HoleTerrain()
     a_n: float = A_N
+    gap_scale: float = 1.0
 
 
 def knee_point(model: RobotModel) -> ca.SX:
@@ -82,7 +83,7 @@ def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None =
         raise ValueError(f"{model.name}: expected the planar hopper (nq=4, nu=2, one foot contact)")
     cls = ContactLagrangian.from_robot(model, "foot")
     u = cls.u
-    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u))
+    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u), gap_scale=task.gap_scale)
     foot = model.contacts[0].point
     knee = knee_point(model)
     holes = task.terrain.levels(foot[0], foot[1])

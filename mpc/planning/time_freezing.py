@@ -161,7 +161,8 @@ class TimeFreezingSystem:
         return 2 * self.cls.nq + 1
 
 
-def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.SX | None = None) -> TimeFreezingSystem:
+def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.SX | None = None,
+                         gap_scale: float = 1.0) -> TimeFreezingSystem:
     """Build the time-freezing PSS (Def. 2 / Def. 6 of seed 004) of a one-contact CLS.
 
     Args:
@@ -170,9 +171,15 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
             slow-down gamma in contact (Thm. 4), but stiffer dynamics.
         stage_cost: SX scalar L(q, v, u) integrated in *physical* time into the quadrature state
             (Eq. 29); zero if None.
+        gap_scale: c1 = gap_scale * f_c(q), 1/s. Only the sign of c matters to the PSS, but the
+            relaxed complementarities of FESD weigh c, so a gap in metres (~0.1) next to
+            velocities in m/s (~1) leaves the contact Step variable nearly free at a given
+            sigma; gap_scale ~ 1 / (typical gap) evens them out.
     """
     if not np.isfinite(a_n) or a_n <= 0:
         raise ValueError(f"a_n must be a finite positive number (auxiliary dynamics constant), got {a_n}")
+    if not np.isfinite(gap_scale) or gap_scale <= 0:
+        raise ValueError(f"gap_scale must be a finite positive number, got {gap_scale}")
     q, v, u = cls.q, cls.v, cls.u
     nq = cls.nq
     t = ca.SX.sym("t")
@@ -200,7 +207,7 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
         acc, Minv_n, Minv_b = sol[:, 0], sol[:, 1], ca.SX.zeros(nq, 1)
 
     f_ode = ca.vertcat(v, acc, 1, L)
-    c1 = cls.gap
+    c1 = gap_scale * cls.gap
     c2 = ca.dot(n, v)
     if cls.mu > 0:
         c3 = ca.dot(b, v)
@@ -224,7 +231,7 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
     phi = ca.jacobian(c2, q) @ v + ca.dot(n, acc)
     xs = [x]
     functions = {
-        "gap": ca.Function("gap", xs, [c1], ["x"], ["f_c"]),
+        "gap": ca.Function("gap", xs, [cls.gap], ["x"], ["f_c"]),
         "normal_velocity": ca.Function("normal_velocity", xs, [c2], ["x"], ["vn"]),
         "tangential_velocity": ca.Function("tangential_velocity", xs, [c3], ["x"], ["vt"]),
         "delassus": ca.Function("delassus", xs, [D], ["x"], ["D"]),
