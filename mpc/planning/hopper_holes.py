@@ -50,7 +50,10 @@ class HoleTerrain:
 
 @dataclass(frozen=True)
 class HopperTask:
-    """The Section 6 task: start, target, horizon (s), grid, limits and terrain."""
+    """The Section 6 task: start, target, horizon (s), grid, limits and terrain.
+
+    a_n and gap_scale go to `time_freezing_system` (gap_scale 1: the paper's c1 = gap).
+    """
 
     q0: tuple[float, ...] = (0.0, 0.4, 0.0, 0.0)
     q_target: tuple[float, ...] = (3.0, 0.4, 0.0, 0.0)
