@@ -201,7 +201,10 @@ def _nosnoc_description(ocp: TimeFreezingOcp, options: PlannerOptions):
     x0 = np.concatenate([ocp.q0, ocp.v0, [0.0, 0.0]])
     if options.lift_step and options.pss == "step":
         alpha, beta, f_x, g_z = lifted_step_field(sys_)
-        beta0 = np.array([(1.0 - options.alpha_init) ** 2])  # solve_plan starts every alpha at alpha_init
+        # beta where g_z = 0 with every alpha at alpha_init (solve_plan's start): g_z is beta
+        # minus a function of alpha, so beta0 = -g_z(alpha_init, beta = 0)
+        start = ca.vertcat(ca.DM.ones(alpha.numel()) * options.alpha_init, 0.0)
+        beta0 = -ca.evalf(ca.substitute(g_z, ca.vertcat(alpha, beta), start)).full().ravel()
         model = nosnoc.NosnocModel(x=sys_.x, f_x=[f_x], alpha=[alpha], c=[sys_.c], z=beta, z0=beta0,
                                    g_z=g_z, x0=x0, u=sys_.u, t_var=sys_.t, name=f"tf_{ocp.name}")
     else:
