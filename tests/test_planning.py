@@ -104,6 +104,44 @@ def test_hopper_time_freezing_uses_the_robot_model():
     assert float(scaled.functions["gap"](x)) == pytest.approx(c[0])
 
 
+
+def test_hopper_foot_coordinates_give_the_same_motion_and_a_linear_gap():
+    from mpc.planning.hopper_holes import HopperTask, foot_coordinates, hopper_holes_ocp
+
+    model = get_robot("hopper")
+    q_f, q_of_f, to_robot = foot_coordinates(model)
+    cls = ContactLagrangian.from_robot(model, "foot")
+    new = cls.in_coordinates(q_f, q_of_f)
+    # in q_f the gap is the second coordinate and the tangent coordinate the first: linear
+    grads = ca.Function("g", [q_f], [ca.jacobian(ca.vertcat(new.gap, new.tangent_coordinate), q_f)])
+    for q_rand in np.random.default_rng(1).uniform(-1.0, 1.0, (5, 4)):
+        np.testing.assert_allclose(np.asarray(grads(q_rand)), [[0, 1, 0, 0], [1, 0, 0, 0]], atol=1e-14)
+    q = np.array([0.3, 0.45, 0.4, -0.7])
+    v = np.array([0.5, -1.0, 2.0, -3.0])
+    u = np.array([10.0, -20.0])
+    f_of_q = ca.Function("f", [model.q], [ca.vertcat(model.contacts[0].point, model.q[2:])])
+    jac = np.asarray(ca.Function("J", [model.q], [ca.jacobian(f_of_q(model.q), model.q)])(q))
+    qf, vf = np.asarray(f_of_q(q)).ravel(), jac @ v
+    q_back, v_back = (np.asarray(a).ravel() for a in to_robot(qf, vf))
+    np.testing.assert_allclose(q_back, q, atol=1e-12)
+    np.testing.assert_allclose(v_back, v, atol=1e-12)
+
+    def accel(c, *args):
+        return np.asarray(ca.Function("a", [c.q, c.v, c.u], [ca.solve(c.mass_matrix, c.actuation @ c.u - c.bias)])(*args)).ravel()
+
+    # the robot's acceleration is T a_f + (dT/dt) v_f: the same equations of motion
+    vf_sym = ca.SX.sym("vf", 4)
+    T = ca.jacobian(q_of_f, q_f)
+    T_num = np.asarray(ca.Function("T", [q_f], [T])(qf))
+    dT_v = np.asarray(ca.Function("dTv", [q_f, vf_sym], [ca.jacobian(T @ vf_sym, q_f) @ vf_sym])(qf, vf)).ravel()
+    np.testing.assert_allclose(T_num @ accel(new, qf, vf, u) + dT_v, accel(cls, q, v, u), rtol=1e-9, atol=1e-9)
+    ocp = hopper_holes_ocp(HopperTask())
+    np.testing.assert_allclose(ocp.q0, [0.0, 0.0, 0.0, 0.0], atol=1e-12)  # foot at the origin, leg straight
+    assert {"body_x", "body_z"} <= set(ocp.path_names)
+    with pytest.raises(ValueError, match="coordinates"):
+        HopperTask(coordinates="polar")
+
+
 def test_bad_inputs_name_the_field():
     q = ca.SX.sym("q", 2)
     with pytest.raises(ValueError, match="mu"):
@@ -175,3 +213,21 @@ def test_plan_command_is_listed():
     bad = subprocess.run([sys.executable, "-m", "launch", "plan", "no-such-plan"], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode != 0 and "no-such-plan" in bad.stderr
+
+
+def test_active_set_polish_ends_at_the_homotopy_optimum(example5):
+    """Polishing Example 5 from the sigma = 1e-3 NLP gives the full homotopy's optimum with
+    every complementarity product exactly zero (the particle's gap is linear, see active_set.py)."""
+    from mpc.planning.particle import particle_ocp, particle_options
+    from mpc.planning.solve import solve_plan
+
+    summary, _ = example5
+    plan = solve_plan(particle_ocp(), particle_options(polish_below=1.5e-3))
+    assert plan.converged and "polish" in plan.homotopy[-1], plan.homotopy[-1]
+    assert plan.homotopy[-1]["polish"]["sliding"] > 0  # the contact phase is a sliding mode
+    assert plan.complementarity == 0.0
+    assert plan.cost == pytest.approx(summary["cost"], rel=1e-5)
+    np.testing.assert_allclose(plan.q_grid[-1], [3.0, 0.0], atol=1e-6)
+    assert plan.clock_residual <= 1e-6 and abs(plan.physical_time_end - 2.0) <= 1e-6
+    with pytest.raises(ValueError, match="polish_below"):
+        PlannerOptions(polish_below=1e-3, pss="stewart")

@@ -5,6 +5,7 @@
 
 Modules: `time_freezing` (the reformulation of a one-contact CLS into a PSS), `ocp` (problem
 description and options), `solve` (nosnoc FESD discretization, homotopy, physical-time recovery),
+`active_set` (the active-set polish of a relaxed solution),
 `particle` (the paper's Example 5), `hopper_holes` (Section 6), `plots`, `replay`.
 """
 from .ocp import PlannerOptions, TimeFreezingOcp

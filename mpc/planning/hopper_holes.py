@@ -53,6 +53,9 @@ class HopperTask:
     """The Section 6 task: start, target, horizon (s), grid, limits and terrain.
 
     a_n and gap_scale go to `time_freezing_system` (gap_scale 1: the paper's c1 = gap).
+    coordinates: "foot" (default) writes the planner's system in q_f = (foot x, foot z, phi_hip,
+    phi_knee), where the gap is the coordinate q_f[1] itself; "robot" uses the robot's
+    q = (x, z, phi_hip, phi_knee), where it is a nonlinear function of q (see `foot_coordinates`).
     """
 
     q0: tuple[float, ...] = (0.0, 0.4, 0.0, 0.0)
@@ -69,6 +72,11 @@ class HopperTask:
     terrain: HoleTerrain = HoleTerrain()
     a_n: float = A_N
     gap_scale: float = 1.0
+    coordinates: str = "foot"
+
+    def __post_init__(self) -> None:
+        if self.coordinates not in ("foot", "robot"):
+            raise ValueError(f"HopperTask.coordinates must be 'foot' or 'robot', got {self.coordinates!r}")
 
 
 def knee_point(model: RobotModel) -> ca.SX:
@@ -86,24 +94,69 @@ def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None =
         raise ValueError(f"{model.name}: expected the planar hopper (nq=4, nu=2, one foot contact)")
     cls = ContactLagrangian.from_robot(model, "foot")
     u = cls.u
-    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u), gap_scale=task.gap_scale)
     foot = model.contacts[0].point
     knee = knee_point(model)
-    holes = task.terrain.levels(foot[0], foot[1])
-    path = ca.vertcat(foot[0], knee[0], knee[1], foot[1], *holes)
     inf = np.inf
-    path_lb = np.array([task.x_min, task.x_min, task.knee_z_min, task.foot_z_range[0]] + [1.0] * len(holes))
-    path_ub = np.array([inf, inf, inf, task.foot_z_range[1]] + [inf] * len(holes))
-    names = ("foot_x", "knee_x", "knee_z", "foot_z") + tuple(f"hole@{xc:g}" for xc in task.terrain.centers)
     q_lb = np.array([task.x_min, task.z_range[0], -task.hip_max, -task.knee_max])
     q_ub = np.array([inf, task.z_range[1], task.hip_max, task.knee_max])
     target = np.asarray(task.q_target, dtype=float)
+    q0 = np.asarray(task.q0, dtype=float)
+    to_robot = None
+    if task.coordinates == "foot":
+        # the planner's state is q_f; every expression of the robot's q is rewritten through q(q_f)
+        q_f, q_of_f, to_robot = foot_coordinates(model)
+        cls = cls.in_coordinates(q_f, q_of_f, name=f"{cls.name} (foot coordinates)")
+        f_of_q = ca.Function("q_f", [model.q], [ca.vertcat(foot, model.q[2:])])
+        q0, q_end = np.asarray(f_of_q(q0)).ravel(), np.asarray(f_of_q(target)).ravel()
+        rewrite = ca.Function("rewrite", [model.q], [ca.vertcat(foot, knee, model.q)])
+        foot, knee, q_rob = ca.vertsplit(rewrite(q_of_f), [0, 2, 4, 8])
+        # the body's x and z bounds become path constraints; the joint angles are coordinates
+        body = [(q_rob[0], task.x_min, inf, "body_x"), (q_rob[1], *task.z_range, "body_z")]
+        q_lb[:2], q_ub[:2] = -inf, inf
+        terminal = q_rob - ca.DM(target)
+    else:
+        q_end, body, terminal = target, [], cls.q - ca.DM(target)
+    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u), gap_scale=task.gap_scale)
+    holes = task.terrain.levels(foot[0], foot[1])
+    path = ca.vertcat(foot[0], knee[0], knee[1], foot[1], *holes, *[b[0] for b in body])
+    path_lb = np.array([task.x_min, task.x_min, task.knee_z_min, task.foot_z_range[0]] + [1.0] * len(holes)
+                       + [b[1] for b in body])
+    path_ub = np.array([inf, inf, inf, task.foot_z_range[1]] + [inf] * len(holes) + [b[2] for b in body])
+    names = (("foot_x", "knee_x", "knee_z", "foot_z") + tuple(f"hole@{xc:g}" for xc in task.terrain.centers)
+             + tuple(b[3] for b in body))
     return TimeFreezingOcp(
-        system=system, q0=np.asarray(task.q0, dtype=float), v0=np.zeros(4), horizon=task.horizon,
+        system=system, q0=q0, v0=np.zeros(4), horizon=task.horizon,
         n_intervals=task.n_intervals, u_lb=-task.u_max * np.ones(2), u_ub=task.u_max * np.ones(2),
         q_lb=q_lb, q_ub=q_ub, path=path, path_lb=path_lb, path_ub=path_ub, path_names=names,
-        terminal=cls.q - ca.DM(target), q_end_guess=target, name="hopper_holes",
+        terminal=terminal, q_end_guess=q_end, name="hopper_holes", to_robot=to_robot,
     )
+
+
+def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function]:
+    """Coordinates q_f = (foot x, foot z, phi_hip, phi_knee) of the planar hopper, m and rad.
+
+    Why: in the robot's q the gap (foot z) is nonlinear in q. On the contact manifold FESD
+    then imposes both c1 = gap(q) = 0 and c2 = n^T v = 0 at every Radau stage point, and since
+    collocation does not preserve a nonlinear invariant, the two cannot hold together exactly
+    while the robot moves: the relaxed complementarities stall at ~1e-4 (docs/PLANNING.md). In
+    q_f the gap is linear (q_f[1]) and the normal/tangent directions are constant, so
+    c2 = 0 at the stage points implies c1 = 0 there, as for the particle of Example 5.
+    The foot is the base position plus a function of the joint angles only, so q(q_f) is
+    explicit. Returns (q_f symbol, q(q_f), Function (q_f, v_f) -> (q, v)).
+    """
+    foot = model.contacts[0].point
+    base_jac = ca.jacobian(foot, model.q[:2])
+    if ca.depends_on(base_jac, model.q) or not np.array_equal(np.asarray(ca.evalf(base_jac)), np.eye(2)):
+        raise ValueError(f"{model.name}: the foot must be the base (x, z) plus a function of the joint angles")
+    offset = ca.substitute(foot, model.q[:2], ca.DM.zeros(2))  # foot relative to the base, f(phi)
+    q_f = ca.SX.sym("q_f", 4)
+    v_f = ca.SX.sym("v_f", 4)
+    phi = q_f[2:]
+    off = ca.substitute(offset, model.q[2:], phi)
+    q_of_f = ca.vertcat(q_f[:2] - off, phi)
+    v_of_f = ca.jacobian(q_of_f, q_f) @ v_f
+    to_robot = ca.Function("to_robot", [q_f, v_f], [q_of_f, v_of_f], ["q_f", "v_f"], ["q", "v"])
+    return q_f, q_of_f, to_robot
 
 
 def hopper_options(**overrides) -> PlannerOptions:

@@ -72,6 +72,13 @@ class PlannerOptions:
         alpha_init: initial guess of every Step variable alpha (nosnoc-py uses 1/2, nosnoc-MATLAB
             1). At 1 the initial field is f_ode alone; at 1/2 a quarter of the stiff auxiliary
             field is mixed in, a large defect at the trivial initial guess.
+        polish_below: after every NLP whose complementarity residual is at most this, try the
+            active-set polish (`active_set.py`: fix the zero side of every complementarity
+            pair as the relaxed solution shows it and solve that smooth NLP once); if IPOPT
+            solves it, the homotopy ends there with every product exactly zero. None: never.
+            Step representation only.
+        polish_c_eps: |c| below which a switching function counts as zero in the polish
+            classification (units of c: m, m/s).
     """
 
     n_s: int = 3
@@ -101,6 +108,8 @@ class PlannerOptions:
     rho_alpha: float = 0.0
     lift_step: bool = True
     alpha_init: float = 0.5
+    polish_below: float | None = None
+    polish_c_eps: float = 3e-3
 
     def __post_init__(self) -> None:
         if self.n_s < 1 or self.n_fe < 1:
@@ -125,6 +134,11 @@ class PlannerOptions:
             raise ValueError(f"pss must be 'step' or 'stewart', got {self.pss!r}")
         if not 0 <= self.alpha_init <= 1:
             raise ValueError(f"alpha_init must be in [0, 1], got {self.alpha_init}")
+        if self.polish_below is not None and (self.polish_below <= 0 or self.pss != "step"):
+            raise ValueError(f"polish_below must be > 0 (or None) and needs pss='step', got {self.polish_below} "
+                             f"with pss={self.pss!r}")
+        if self.polish_c_eps <= 0:
+            raise ValueError(f"polish_c_eps must be > 0, got {self.polish_c_eps}")
         if self.first_nlp_max_iter is not None and self.first_nlp_max_iter < 1:
             raise ValueError(f"first_nlp_max_iter must be >= 1 or None, got {self.first_nlp_max_iter}")
         if self.max_homotopy < 1 or self.ipopt_max_iter < 1:
@@ -148,6 +162,9 @@ class TimeFreezingOcp:
         u_guess: initial guess of every control (nu); zero by default (trivial guess).
         q_end_guess: where the straight-line initial guess ends (options.init == "interpolate").
         name: scenario name, used in messages and files.
+        to_robot: CasADi Function (q, v) -> (q_robot, v_robot) when the system is written in
+            other coordinates than the robot's (`ContactLagrangian.in_coordinates`); the plan is
+            reported in robot coordinates. None: the same coordinates.
     """
 
     system: TimeFreezingSystem
@@ -169,6 +186,7 @@ class TimeFreezingOcp:
     u_guess: np.ndarray | None = None
     q_end_guess: np.ndarray | None = None
     name: str = "ocp"
+    to_robot: ca.Function | None = None
 
     def __post_init__(self) -> None:
         nq, nu = self.system.cls.nq, self.system.cls.nu

@@ -24,6 +24,7 @@ from typing import Callable
 import casadi as ca
 import numpy as np
 
+from .active_set import classify
 from .ocp import PlannerOptions, TimeFreezingOcp
 from .time_freezing import dense_regions, lifted_step_field, step_multipliers
 
@@ -149,6 +150,15 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
         if on_iterate is not None:
             on_iterate(entry, w)
         say(f"[plan] {label}: comp={comp:.2e} obj={obj:.4g} iters={entry['iters']} {dt:.1f} s {status}")
+        if options.polish_below is not None and stagewise and comp <= options.polish_below:
+            polished = _polish(solver, w, ocp, options, say)
+            if polished is not None:
+                w, status, comp, entry = polished
+                log.append(entry)
+                if on_iterate is not None:
+                    on_iterate(entry, w)
+                cpu += entry["cpu_s"]
+                break
         if comp < options.comp_tol and status in _IPOPT_OK:
             if stagewise:
                 break
@@ -169,6 +179,25 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
     plan.build_s = build_s
     plan.homotopy = log
     return plan
+
+
+def _polish(solver, w: np.ndarray, ocp: TimeFreezingOcp, options: PlannerOptions, say: Progress):
+    """Solve the NLP with the active set read off w (see active_set.py); None if IPOPT fails."""
+    active = classify(solver.problem, w, n_intervals=ocp.n_intervals, n_fe=options.n_fe, n_s=options.n_s,
+                      c_eps=options.polish_c_eps, alpha_eps=0.1)
+    t0 = time.perf_counter()
+    with _stdout_to_stderr():
+        w_new, stats, obj = solver.solve(active.w, options.comp_tol, stagewise=True, lbx=active.lbx, ubx=active.ubx)
+    dt = time.perf_counter() - t0
+    status = stats["return_status"]
+    comp = abs(solver.complementarity(w_new, options.comp_tol))  # exactly zero products print as -0.0
+    say(f"[plan] active-set polish ({active.counts()}): comp={comp:.2e} obj={obj:.4g} "
+        f"iters={stats['iter_count']} {dt:.1f} s {status}")
+    if status not in _IPOPT_OK:
+        return None
+    entry = {"sigma": 0.0, "stagewise_clock": True, "status": status, "iters": int(stats["iter_count"]),
+             "cpu_s": dt, "complementarity": comp, "objective": obj, "polish": active.counts()}
+    return w_new, status, comp, entry
 
 
 def _interpolate_guess(w: np.ndarray, prob, ocp: TimeFreezingOcp, options: PlannerOptions) -> None:
@@ -297,6 +326,9 @@ def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray)
             tau0 += h[fe]
             fe += 1
     X = np.array(xs)
+    if ocp.to_robot is not None:  # report q, v in the robot's coordinates
+        q_rob, v_rob = ocp.to_robot(X[:, :nq].T, X[:, nq:2 * nq].T)
+        X[:, :nq], X[:, nq:2 * nq] = np.asarray(q_rob).T, np.asarray(v_rob).T
     u = np.array([w[np.asarray(i, dtype=int)] for i in prob.ind_u]).reshape(N, -1)
     s = np.array([w[np.asarray(i, dtype=int)] for i in prob.ind_sot]).reshape(N)
     node_rows = [0] + [1 + (k + 1) * n_fe * options.n_s - 1 for k in range(N)]

@@ -114,6 +114,33 @@ class ContactLagrangian:
             name=f"{model.name}:{c.name}",
         )
 
+    def in_coordinates(self, q_new: ca.SX, q_of_new: ca.SX, v_new: ca.SX | None = None,
+                       name: str | None = None) -> "ContactLagrangian":
+        """The same system in other generalized coordinates q_new, where q = q_of_new(q_new).
+
+        With T = dq/dq_new (so v = T v_new): M' = T^T M T, h' = T^T (h + M T' v_new) with
+        T' v_new = d(T v_new)/dq_new v_new, B' = T^T B; the gap and the tangent coordinate are
+        substituted. u is kept. Units follow the new coordinates.
+        """
+        nq = self.nq
+        if q_new.numel() != nq or q_of_new.numel() != nq:
+            raise ValueError(f"{self.name}: q_new and q_of_new need {nq} entries, got {q_new.numel()} and {q_of_new.numel()}")
+        v_new = ca.SX.sym("v_new", nq) if v_new is None else v_new
+        T = ca.jacobian(q_of_new, q_new)
+        v = T @ v_new
+        dT_v = ca.jacobian(v, q_new) @ v_new
+
+        def sub(expr):
+            return ca.substitute(ca.substitute(ca.SX(expr), self.v, v), self.q, q_of_new)
+
+        M = sub(self.mass_matrix)
+        return ContactLagrangian(
+            q=q_new, v=v_new, u=self.u, mass_matrix=T.T @ M @ T,
+            bias=T.T @ (sub(self.bias) + M @ dT_v), actuation=T.T @ sub(self.actuation),
+            gap=ca.simplify(sub(self.gap)), tangent_coordinate=ca.simplify(sub(self.tangent_coordinate)), mu=self.mu,
+            name=name or f"{self.name} (new coordinates)",
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class TimeFreezingSystem:
