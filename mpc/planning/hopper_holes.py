@@ -138,9 +138,10 @@ def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function]:
     Why: in the robot's q the gap (foot z) is nonlinear in q. On the contact manifold FESD
     then imposes both c1 = gap(q) = 0 and c2 = n^T v = 0 at every Radau stage point, and since
     collocation does not preserve a nonlinear invariant, the two cannot hold together exactly
-    while the robot moves: the relaxed complementarities stall at ~1e-4 (docs/PLANNING.md). In
-    q_f the gap is linear (q_f[1]) and the normal/tangent directions are constant, so
-    c2 = 0 at the stage points implies c1 = 0 there, as for the particle of Example 5.
+    while the robot moves. In q_f the gap is linear (q_f[1]) and the normal/tangent directions
+    are constant, so c2 = 0 at the stage points implies c1 = 0 there, as for the particle of
+    Example 5. (Measured, docs/PLANNING.md session 11: this removes the horizon-wide
+    inconsistency, but the homotopy still stalls near 1e-4 for other, local reasons.)
     The foot is the base position plus a function of the joint angles only, so q(q_f) is
     explicit. Returns (q_f symbol, q(q_f), Function (q_f, v_f) -> (q, v)).
     """

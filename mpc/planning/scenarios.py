@@ -133,7 +133,8 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool) -> dict:
         from .replay import replay_open_loop
 
         say("[plan] open-loop replay of the torques on a compliant-contact model of the hopper")
-        rep = replay_open_loop(model, plan.t_grid, plan.u, np.asarray(task.q0, dtype=float), np.zeros(model.nv), q_plan=plan.q_grid)
+        rep = replay_open_loop(model, plan.t_grid, plan.u, np.asarray(task.q0, dtype=float), np.zeros(model.nv),
+                               q_plan=plan.q_grid)  # task.q0: the robot's q (ocp.q0 may be foot coordinates)
         rep_levels = np.array(task.terrain.levels(rep.foot[:, 0], rep.foot[:, 1]))
         inside = np.flatnonzero(rep_levels.min(axis=0) < 1.0 - HOLE_TOL) if rep_levels.size else np.array([], int)
         t_in = float(rep.t[inside[0]]) if inside.size else float("nan")
