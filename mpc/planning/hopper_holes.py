@@ -104,10 +104,9 @@ def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None =
     to_robot = None
     if task.coordinates == "foot":
         # the planner's state is q_f; every expression of the robot's q is rewritten through q(q_f)
-        q_f, q_of_f, to_robot = foot_coordinates(model)
+        q_f, q_of_f, to_robot, from_robot = foot_coordinates(model)
         cls = cls.in_coordinates(q_f, q_of_f, name=f"{cls.name} (foot coordinates)")
-        f_of_q = ca.Function("q_f", [model.q], [ca.vertcat(foot, model.q[2:])])
-        q0, q_end = np.asarray(f_of_q(q0)).ravel(), np.asarray(f_of_q(target)).ravel()
+        q0, q_end = (np.asarray(from_robot(q, np.zeros(4))[0]).ravel() for q in (q0, target))
         rewrite = ca.Function("rewrite", [model.q], [ca.vertcat(foot, knee, model.q)])
         foot, knee, q_rob = ca.vertsplit(rewrite(q_of_f), [0, 2, 4, 8])
         # the body's x and z bounds become path constraints; the joint angles are coordinates
@@ -132,7 +131,7 @@ def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None =
     )
 
 
-def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function]:
+def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function, ca.Function]:
     """Coordinates q_f = (foot x, foot z, phi_hip, phi_knee) of the planar hopper, m and rad.
 
     Why: in the robot's q the gap (foot z) is nonlinear in q. On the contact manifold FESD
@@ -143,7 +142,7 @@ def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function]:
     Example 5. (Measured, docs/PLANNING.md session 11: this removes the horizon-wide
     inconsistency, but the homotopy still stalls near 1e-4 for other, local reasons.)
     The foot is the base position plus a function of the joint angles only, so q(q_f) is
-    explicit. Returns (q_f symbol, q(q_f), Function (q_f, v_f) -> (q, v)).
+    explicit. Returns (q_f symbol, q(q_f), Function (q_f, v_f) -> (q, v), Function (q, v) -> (q_f, v_f)).
     """
     foot = model.contacts[0].point
     base_jac = ca.jacobian(foot, model.q[:2])
@@ -157,7 +156,10 @@ def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function]:
     q_of_f = ca.vertcat(q_f[:2] - off, phi)
     v_of_f = ca.jacobian(q_of_f, q_f) @ v_f
     to_robot = ca.Function("to_robot", [q_f, v_f], [q_of_f, v_of_f], ["q_f", "v_f"], ["q", "v"])
-    return q_f, q_of_f, to_robot
+    f_of_q = ca.vertcat(foot, model.q[2:])
+    from_robot = ca.Function("from_robot", [model.q, model.v], [f_of_q, ca.jacobian(f_of_q, model.q) @ model.v],
+                             ["q", "v"], ["q_f", "v_f"])
+    return q_f, q_of_f, to_robot, from_robot
 
 
 def hopper_options(**overrides) -> PlannerOptions:

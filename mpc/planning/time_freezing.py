@@ -137,7 +137,7 @@ class ContactLagrangian:
         return ContactLagrangian(
             q=q_new, v=v_new, u=self.u, mass_matrix=T.T @ M @ T,
             bias=T.T @ (sub(self.bias) + M @ dT_v), actuation=T.T @ sub(self.actuation),
-            gap=ca.simplify(sub(self.gap)), tangent_coordinate=ca.simplify(sub(self.tangent_coordinate)), mu=self.mu,
+            gap=sub(self.gap), tangent_coordinate=sub(self.tangent_coordinate), mu=self.mu,
             name=name or f"{self.name} (new coordinates)",
         )
 
