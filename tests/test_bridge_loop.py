@@ -104,9 +104,11 @@ def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path)
 
 def test_injected_delays_are_counted_as_misses_exactly(tmp_path):
     endpoint = f"ipc://{tmp_path}/p"
-    # 20 Hz: 50 ms ticks, deadline 45 ms; every 4th command is sent 60 ms late
-    server = _server(endpoint, mode="realtime", control_rate_hz=20.0, duration_s=1.0, hold_ticks=1)
-    th, out = _client_thread(endpoint, delay_s=0.06, delay_every=4, delay_phase=1)
+    # 10 Hz: 100 ms ticks, deadline 90 ms; every 4th command is sent 120 ms late. The long
+    # period leaves an on-time PD answer (about 1 ms) a 90 ms margin, so a load spike on a
+    # shared 2-core CI machine does not add a miss (at 20 Hz, 45 ms was once not enough).
+    server = _server(endpoint, mode="realtime", control_rate_hz=10.0, duration_s=2.0, hold_ticks=1)
+    th, out = _client_thread(endpoint, delay_s=0.12, delay_every=4, delay_phase=1)
     summary = server.run()
     th.join(10)
     statuses = [row[5] for row in server.log.rows]
@@ -146,9 +148,20 @@ def test_killed_controller_means_hold_then_damp_and_a_new_one_takes_over(tmp_pat
     summary = server.run()
     th.join(60)
     statuses = [row[5] for row in server.log.rows]
-    first_miss = statuses.index("hold")
+    # The kill is the longest run of non-"ok" ticks (1 s without a controller = 20 ticks, plus
+    # the second client's start-up). A lone late tick under load elsewhere is not the kill.
+    runs, start = [], None
+    for i, s in enumerate(statuses + ["ok"]):
+        if s != "ok" and start is None:
+            start = i
+        elif s == "ok" and start is not None:
+            runs.append((i - start, start))
+            start = None
+    length, first_miss = max(runs)
+    assert length >= 15, (length, statuses)
     assert statuses[first_miss:first_miss + 3] == ["hold", "hold", "damp"]
-    assert "ok" in statuses[first_miss + 3:], "the second controller never took over"
+    assert set(statuses[first_miss + 2:first_miss + length]) == {"damp"}
+    assert "ok" in statuses[first_miss + length:], "the second controller never took over"
     assert summary["hellos"] == 2 and len(server.log.rows) == summary["ticks"] == 120
 
 
@@ -211,5 +224,8 @@ def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path)
     summary = json.loads((folder / "summary.json").read_text())
     rows = (folder / "plant_ticks.csv").read_text().strip().splitlines()[1:]
     assert summary["interrupted"] and summary["exit_codes"] == [0, 0]
-    assert summary["ticks"] == len(rows) >= 50 and summary["misses"] == 0
+    assert summary["ticks"] == len(rows) >= 50
+    # Every miss is in the log; the controller ran throughout (a stray 9 ms deadline miss under
+    # CI load is allowed, a missing controller is not).
+    assert summary["misses"] == sum(int(r.rsplit(",", 1)[1]) for r in rows) <= len(rows) // 20
     assert (folder / "latency.png").exists() and (folder / "trajectory.npz").exists()
