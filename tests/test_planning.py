@@ -230,3 +230,23 @@ def test_active_set_polish_ends_at_the_homotopy_optimum(example5):
     assert plan.clock_residual <= 1e-6 and abs(plan.physical_time_end - 2.0) <= 1e-6
     with pytest.raises(ValueError, match="polish_below"):
         PlannerOptions(polish_below=1e-3, pss="stewart")
+
+
+def test_polish_rounds_repair_an_early_active_set(example5):
+    """From the sigma = 1e-2 point the exact active set is infeasible (penetrations of ~1e-3 m
+    read as "c < 0"); relaxing only the intervals with violated rows and trying again reaches
+    the homotopy's optimum, exactly complementary."""
+    from mpc.planning.particle import particle_ocp, particle_options
+    from mpc.planning.solve import solve_plan
+
+    summary, _ = example5
+    plan = solve_plan(particle_ocp(), particle_options(polish_below=1.5e-2, polish_rounds=4))
+    last = plan.homotopy[-1]
+    assert plan.converged and last.get("polish_rounds", 0) >= 3, last  # exact, relaxed, exact
+    assert len(plan.homotopy) == 4  # three NLPs (sigma 1, 0.1, 0.01) and the polish
+    assert plan.complementarity == 0.0
+    assert plan.cost == pytest.approx(summary["cost"], rel=1e-5)
+    np.testing.assert_allclose(plan.q_grid[-1], [3.0, 0.0], atol=1e-6)
+    assert plan.clock_residual <= 1e-6 and abs(plan.physical_time_end - 2.0) <= 1e-6
+    with pytest.raises(ValueError, match="polish_rounds"):
+        PlannerOptions(polish_rounds=0)

@@ -55,12 +55,14 @@ class ActiveSet:
 
 
 def classify(prob, w: np.ndarray, *, n_intervals: int, n_fe: int, n_s: int,
-             c_eps: float, alpha_eps: float) -> ActiveSet:
+             c_eps: float, alpha_eps: float, relaxed: frozenset[int] | set[int] = frozenset()) -> ActiveSet:
     """Classify every (interval, element, switching function) of nosnoc's Step problem at w.
 
     c = lambda_p - lambda_n at the element's stage points (units of the switching function).
     If c > c_eps at every stage point the pair is POSITIVE, if c < -c_eps NEGATIVE; otherwise
     the mean alpha decides: < alpha_eps NEGATIVE, > 1 - alpha_eps POSITIVE, else SLIDING.
+    Control intervals in `relaxed` are classified but nothing in them is fixed: their pairs
+    stay under the NLP's relaxation (see `solve._polish`).
     """
     if c_eps <= 0 or not 0 < alpha_eps < 0.5:
         raise ValueError(f"need c_eps > 0 and 0 < alpha_eps < 0.5, got c_eps={c_eps}, alpha_eps={alpha_eps}")
@@ -92,7 +94,36 @@ def classify(prob, w: np.ndarray, *, n_intervals: int, n_fe: int, n_s: int,
                 else:
                     cls, fixed = SLIDING, ((iln[:, i], 0.0), (ilp[:, i], 0.0))
                 classes[k, j, i] = cls
+                if k in relaxed:
+                    continue
                 for where, value in fixed:
                     lbx[where] = ubx[where] = w[where] = value
             prev = (k, j)
     return ActiveSet(classes=classes, lbx=lbx, ubx=ubx, w=w)
+
+
+def interval_of_variables(prob, n_intervals: int, n_fe: int) -> np.ndarray:
+    """Control interval of every NLP variable of nosnoc's problem (-1: none), as an int array.
+
+    nosnoc lays out the controls and speeds of time of all intervals first, then per finite
+    element its length h followed by its stage variables, element after element.
+    """
+    owner = np.full(prob.w.numel(), -1, dtype=int)
+    starts = [int(prob.ind_h[k * n_fe]) for k in range(n_intervals)] + [prob.w.numel()]
+    for k in range(n_intervals):
+        owner[starts[k]:starts[k + 1]] = k
+        owner[np.asarray(prob.ind_u[k], dtype=int)] = k
+        owner[np.asarray(prob.ind_sot[k], dtype=int)] = k
+    return owner
+
+
+def violated_intervals(violation: np.ndarray, rows: np.ndarray, cols: np.ndarray, owner: np.ndarray,
+                       tol: float) -> set[int]:
+    """Control intervals whose variables appear in a constraint row violated by more than tol.
+
+    violation: per-row violation (max(lbg - g, g - ubg, 0)); rows, cols: the constraint
+    Jacobian's sparsity triplets; owner: `interval_of_variables`.
+    """
+    bad_rows = np.flatnonzero(violation > tol)
+    hit = owner[cols[np.isin(rows, bad_rows)]]
+    return {int(k) for k in hit if k >= 0}

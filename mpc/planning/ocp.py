@@ -79,6 +79,12 @@ class PlannerOptions:
             Step representation only.
         polish_c_eps: |c| below which a switching function counts as zero in the polish
             classification (units of c: m, m/s).
+        polish_rounds: polish attempts per call (1: the exact active set once). With more, a
+            failed round leaves the control intervals with violated constraint rows relaxed
+            (sigma shrinking), the rest fixed, and tries the exact set again from there
+            (`solve._polish`).
+        polish_violation: constraint violation above which a row counts as violated when
+            choosing the intervals to relax (units of the row).
     """
 
     n_s: int = 3
@@ -110,6 +116,8 @@ class PlannerOptions:
     alpha_init: float = 0.5
     polish_below: float | None = None
     polish_c_eps: float = 3e-3
+    polish_rounds: int = 1
+    polish_violation: float = 1e-6
 
     def __post_init__(self) -> None:
         if self.n_s < 1 or self.n_fe < 1:
@@ -139,6 +147,9 @@ class PlannerOptions:
                              f"with pss={self.pss!r}")
         if self.polish_c_eps <= 0:
             raise ValueError(f"polish_c_eps must be > 0, got {self.polish_c_eps}")
+        if self.polish_rounds < 1 or self.polish_violation <= 0:
+            raise ValueError(f"polish_rounds must be >= 1 and polish_violation > 0, got {self.polish_rounds} "
+                             f"and {self.polish_violation}")
         if self.first_nlp_max_iter is not None and self.first_nlp_max_iter < 1:
             raise ValueError(f"first_nlp_max_iter must be >= 1 or None, got {self.first_nlp_max_iter}")
         if self.max_homotopy < 1 or self.ipopt_max_iter < 1:

@@ -24,7 +24,7 @@ from typing import Callable
 import casadi as ca
 import numpy as np
 
-from .active_set import classify
+from .active_set import classify, interval_of_variables, violated_intervals
 from .ocp import PlannerOptions, TimeFreezingOcp
 from .time_freezing import dense_regions, lifted_step_field, step_multipliers
 
@@ -151,7 +151,7 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
             on_iterate(entry, w)
         say(f"[plan] {label}: comp={comp:.2e} obj={obj:.4g} iters={entry['iters']} {dt:.1f} s {status}")
         if options.polish_below is not None and stagewise and comp <= options.polish_below:
-            polished = _polish(solver, w, ocp, options, say)
+            polished = _polish(solver, w, sigma, ocp, options, say)
             if polished is not None:
                 w, status, comp, entry = polished
                 log.append(entry)
@@ -181,23 +181,53 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
     return plan
 
 
-def _polish(solver, w: np.ndarray, ocp: TimeFreezingOcp, options: PlannerOptions, say: Progress):
-    """Solve the NLP with the active set read off w (see active_set.py); None if IPOPT fails."""
-    active = classify(solver.problem, w, n_intervals=ocp.n_intervals, n_fe=options.n_fe, n_s=options.n_s,
-                      c_eps=options.polish_c_eps, alpha_eps=0.1)
-    t0 = time.perf_counter()
-    with _stdout_to_stderr():
-        w_new, stats, obj = solver.solve(active.w, options.comp_tol, stagewise=True, lbx=active.lbx, ubx=active.ubx)
-    dt = time.perf_counter() - t0
-    status = stats["return_status"]
-    comp = abs(solver.complementarity(w_new, options.comp_tol))  # exactly zero products print as -0.0
-    say(f"[plan] active-set polish ({active.counts()}): comp={comp:.2e} obj={obj:.4g} "
-        f"iters={stats['iter_count']} {dt:.1f} s {status}")
-    if status not in _IPOPT_OK:
-        return None
-    entry = {"sigma": 0.0, "stagewise_clock": True, "status": status, "iters": int(stats["iter_count"]),
-             "cpu_s": dt, "complementarity": comp, "objective": obj, "polish": active.counts()}
-    return w_new, status, comp, entry
+def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: PlannerOptions, say: Progress):
+    """Active-set polish of the relaxed point w (solved at `sigma`); None if it does not succeed.
+
+    Round 1 fixes the active set read off w everywhere (active_set.py) and solves once. If
+    IPOPT fails, the control intervals whose constraint rows are still violated at its end
+    point (by more than options.polish_violation) are left relaxed in the next round, at a
+    sigma a factor min(options.homotopy_slope, 0.1) below `sigma`, while every other
+    interval keeps its fixed active set. A successful relaxed round gives the start point (and
+    the classification) of the next exact round, and the next relaxed round's sigma is a
+    factor lower again. Up to options.polish_rounds rounds.
+    """
+    prob = solver.problem
+    owner = interval_of_variables(prob, ocp.n_intervals, options.n_fe)
+    rows, cols = solver.jac_triplets
+    relaxed: set[int] = set()
+    shrink = min(options.homotopy_slope, 0.1)
+    base, sigma_r = w, sigma * shrink
+    t_all, iters = 0.0, 0
+    for rnd in range(1, options.polish_rounds + 1):
+        active = classify(prob, base, n_intervals=ocp.n_intervals, n_fe=options.n_fe, n_s=options.n_s,
+                          c_eps=options.polish_c_eps, alpha_eps=0.1, relaxed=frozenset(relaxed))
+        sig = sigma_r if relaxed else options.comp_tol
+        t0 = time.perf_counter()
+        with _stdout_to_stderr():
+            w_new, stats, obj = solver.solve(active.w, sig, stagewise=True, lbx=active.lbx, ubx=active.ubx)
+        dt = time.perf_counter() - t0
+        t_all += dt
+        iters += int(stats["iter_count"])
+        status = stats["return_status"]
+        comp = abs(solver.complementarity(w_new, sig))  # exactly zero products print as -0.0
+        where = f"intervals {sorted(relaxed)} relaxed at sigma={sig:.1e}" if relaxed else "exact"
+        say(f"[plan] active-set polish round {rnd} ({where}; {active.counts()}): comp={comp:.2e} "
+            f"obj={obj:.4g} iters={stats['iter_count']} {dt:.1f} s {status}")
+        if status in _IPOPT_OK:
+            if not relaxed:
+                entry = {"sigma": 0.0, "stagewise_clock": True, "status": status, "iters": iters, "cpu_s": t_all,
+                         "complementarity": comp, "objective": obj, "polish": active.counts(), "polish_rounds": rnd}
+                return w_new, status, comp, entry
+            base, relaxed = w_new, set()  # next: the exact active set read off this better point
+            sigma_r *= shrink
+            continue
+        bad = violated_intervals(solver.row_violation(w_new, sig, stagewise=True), rows, cols, owner,
+                                 options.polish_violation)
+        relaxed |= bad
+        if not bad:
+            break
+    return None
 
 
 def _interpolate_guess(w: np.ndarray, prob, ocp: TimeFreezingOcp, options: PlannerOptions) -> None:
@@ -375,9 +405,10 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
             nlp_opts["iteration_callback"] = heartbeat
         nlp = {"f": cost, "x": prob.w, "g": g, "p": p}
         self.solver = ca.nlpsol(model.name, "ipopt", nlp, nlp_opts)
+        self._g_fun = ca.Function("g", [prob.w, p], [g])
+        self.jac_triplets = tuple(np.asarray(v, dtype=int) for v in ca.jacobian_sparsity(g, prob.w).get_triplet())
 
-    def solve(self, w0: np.ndarray, sigma: float, *, stagewise: bool, lbx=None, ubx=None):
-        """One NLP of the homotopy: returns (w, IPOPT stats, objective)."""
+    def _bounds_and_p(self, sigma: float, stagewise: bool):
         prob = self.problem
         self.setup_p_val(sigma, min(sigma ** 1.5, sigma))
         lb_clock = np.full(self.n_clock, -np.inf)
@@ -387,10 +418,22 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
         else:
             lb_clock[-1] = ub_clock[-1] = 0.0  # t(T~) = T
         p = np.append(self.p_val, 0.0 if stagewise else self.rho_sot)
-        args = dict(x0=w0, lbg=np.concatenate([prob.lbg, lb_clock]), ubg=np.concatenate([prob.ubg, ub_clock]),
-                    lbx=prob.lbw if lbx is None else lbx, ubx=prob.ubw if ubx is None else ubx, p=p)
+        return np.concatenate([prob.lbg, lb_clock]), np.concatenate([prob.ubg, ub_clock]), p
+
+    def solve(self, w0: np.ndarray, sigma: float, *, stagewise: bool, lbx=None, ubx=None):
+        """One NLP of the homotopy: returns (w, IPOPT stats, objective)."""
+        prob = self.problem
+        lbg, ubg, p = self._bounds_and_p(sigma, stagewise)
+        args = dict(x0=w0, lbg=lbg, ubg=ubg, lbx=prob.lbw if lbx is None else lbx,
+                    ubx=prob.ubw if ubx is None else ubx, p=p)
         sol = self.solver(**args)
         return sol["x"].full().ravel(), self.solver.stats(), float(sol["f"])
+
+    def row_violation(self, w: np.ndarray, sigma: float, *, stagewise: bool) -> np.ndarray:
+        """Violation of every constraint row at w for the relaxation sigma (0 where satisfied)."""
+        lbg, ubg, p = self._bounds_and_p(sigma, stagewise)
+        g = self._g_fun(w, p).full().ravel()
+        return np.maximum(np.maximum(lbg - g, g - ubg), 0.0)
 
     def complementarity(self, w: np.ndarray, sigma: float) -> float:
         """Max cross-complementarity product at w (nosnoc's measure) for the relaxation sigma."""
