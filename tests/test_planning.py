@@ -250,3 +250,21 @@ def test_polish_rounds_repair_an_early_active_set(example5):
     assert plan.clock_residual <= 1e-6 and abs(plan.physical_time_end - 2.0) <= 1e-6
     with pytest.raises(ValueError, match="polish_rounds"):
         PlannerOptions(polish_rounds=0)
+
+
+def test_h_max_sets_the_element_length_bound():
+    """h_max replaces nosnoc's (1 + gamma_h) h0 bound on every finite element length."""
+    from mpc.planning.particle import particle_ocp, particle_options
+    from mpc.planning.solve import _HomotopySolver, _nosnoc_description
+
+    ocp = particle_ocp()
+    for h_max, factor in ((None, 2.0), (3.0, 3.0)):
+        options = particle_options(h_max=h_max)
+        model, nocp, opts = _nosnoc_description(ocp, options)
+        prob = _HomotopySolver(opts, model, nocp, ocp, options, None).problem
+        ih = np.asarray(prob.ind_h, dtype=int)
+        h0 = ocp.horizon / (ocp.n_intervals * options.n_fe)  # the numerical horizon is T here
+        np.testing.assert_allclose(prob.ubw[ih], factor * h0)
+        np.testing.assert_allclose(prob.lbw[ih], 0.0)
+    with pytest.raises(ValueError, match="h_max"):
+        PlannerOptions(h_max=4.0, n_fe=3)

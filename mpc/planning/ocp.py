@@ -34,6 +34,10 @@ class PlannerOptions:
             it is active together with the clock equality, which breaks LICQ and stalls IPOPT.
             A lower value (default 0.5) leaves the solution set unchanged and the NLP regular.
         gamma_h: finite element length may vary in [(1 - gamma_h) h0, (1 + gamma_h) h0].
+        h_max: if set, the upper bound of every finite element length in units of h0 (the
+            nominal length, interval / n_fe), replacing 1 + gamma_h; at most n_fe (a whole
+            interval). An interval whose active set changes twice holds three phases; if two
+            of them are short, the third needs more than 2 h0 (docs/PLANNING.md, session 12).
         rho_h: weight of the step-equilibration penalty (FESD heuristic), 1/s^2.
         step_equilibration: "delta" (h_k vs h_(k-1) in the same interval), "mean" (h_k vs h0)
             or "relaxed" (delta, switched off where the complementarity indicator says a switch
@@ -97,6 +101,7 @@ class PlannerOptions:
     s_max: float = 10.0
     s_min: float = 0.5
     gamma_h: float = 1.0
+    h_max: float | None = None
     rho_h: float = 1.0
     step_equilibration: str = "delta"
     ipopt_max_iter: int = 3000
@@ -132,6 +137,9 @@ class PlannerOptions:
             raise ValueError(f"s_min must be in (0, 1], got {self.s_min}")
         if not 0 <= self.gamma_h <= 1:
             raise ValueError(f"gamma_h must be in [0, 1], got {self.gamma_h}")
+        if self.h_max is not None and not 1 <= self.h_max <= self.n_fe:
+            raise ValueError(f"h_max must be in [1, n_fe = {self.n_fe}] (units of the nominal element length) "
+                             f"or None, got {self.h_max}")
         if self.mpcc not in ("scholtes", "elastic"):
             raise ValueError(f"mpcc must be 'scholtes' or 'elastic', got {self.mpcc!r}")
         if self.step_equilibration not in ("delta", "mean", "relaxed"):

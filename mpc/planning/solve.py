@@ -224,9 +224,9 @@ def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: 
             continue
         bad = violated_intervals(solver.row_violation(w_new, sig, stagewise=True), rows, cols, owner,
                                  options.polish_violation)
+        if not bad - relaxed or len(relaxed | bad) == ocp.n_intervals:
+            break  # nothing new to relax, or everything: that is the relaxed NLP already solved
         relaxed |= bad
-        if not bad:
-            break
     return None
 
 
@@ -382,6 +382,9 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
                  heartbeat: "_Heartbeat | None") -> None:
         super().__init__(opts, model, nocp)
         prob = self.problem
+        if options.h_max is not None:  # nosnoc's bound is (1 + gamma_h) h0; h0 is the initial guess
+            ih = np.asarray(prob.ind_h, dtype=int)
+            prob.ubw[ih] = options.h_max * np.asarray(prob.w0)[ih]
         it = ocp.system.index_t
         N = ocp.n_intervals
         # clock at the end of every control interval (last stage point of its last element)
