@@ -151,13 +151,13 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
             on_iterate(entry, w)
         say(f"[plan] {label}: comp={comp:.2e} obj={obj:.4g} iters={entry['iters']} {dt:.1f} s {status}")
         if options.polish_below is not None and stagewise and comp <= options.polish_below:
-            polished = _polish(solver, w, sigma, ocp, options, say)
+            polished, polish_s = _polish(solver, w, sigma, ocp, options, say)
+            cpu += polish_s
             if polished is not None:
                 w, status, comp, entry = polished
                 log.append(entry)
                 if on_iterate is not None:
                     on_iterate(entry, w)
-                cpu += entry["cpu_s"]
                 break
         if comp < options.comp_tol and status in _IPOPT_OK:
             if stagewise:
@@ -182,7 +182,9 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
 
 
 def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: PlannerOptions, say: Progress):
-    """Active-set polish of the relaxed point w (solved at `sigma`); None if it does not succeed.
+    """Active-set polish of the relaxed point w (solved at `sigma`).
+
+    Returns ((w, status, comp, log entry) or None if no round succeeded exactly, seconds spent).
 
     Round 1 fixes the active set read off w everywhere (active_set.py) and solves once. If
     IPOPT fails, the control intervals whose constraint rows are still violated at its end
@@ -194,7 +196,7 @@ def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: 
     """
     prob = solver.problem
     owner = interval_of_variables(prob, ocp.n_intervals, options.n_fe)
-    rows, cols = solver.jac_triplets
+    rows, cols = solver.jacobian_triplets()
     relaxed: set[int] = set()
     shrink = min(options.homotopy_slope, 0.1)
     base, sigma_r = w, sigma * shrink
@@ -218,7 +220,7 @@ def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: 
             if not relaxed:
                 entry = {"sigma": 0.0, "stagewise_clock": True, "status": status, "iters": iters, "cpu_s": t_all,
                          "complementarity": comp, "objective": obj, "polish": active.counts(), "polish_rounds": rnd}
-                return w_new, status, comp, entry
+                return (w_new, status, comp, entry), t_all
             base, relaxed = w_new, set()  # next: the exact active set read off this better point
             sigma_r *= shrink
             continue
@@ -227,7 +229,7 @@ def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: 
         if not bad - relaxed or len(relaxed | bad) == ocp.n_intervals:
             break  # nothing new to relax, or everything: that is the relaxed NLP already solved
         relaxed |= bad
-    return None
+    return None, t_all
 
 
 def _interpolate_guess(w: np.ndarray, prob, ocp: TimeFreezingOcp, options: PlannerOptions) -> None:
@@ -408,8 +410,8 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
             nlp_opts["iteration_callback"] = heartbeat
         nlp = {"f": cost, "x": prob.w, "g": g, "p": p}
         self.solver = ca.nlpsol(model.name, "ipopt", nlp, nlp_opts)
-        self._g_fun = ca.Function("g", [prob.w, p], [g])
-        self.jac_triplets = tuple(np.asarray(v, dtype=int) for v in ca.jacobian_sparsity(g, prob.w).get_triplet())
+        self._g, self._p = g, p  # for row_violation / jacobian_triplets (the polish only)
+        self._g_fun = None
 
     def _bounds_and_p(self, sigma: float, stagewise: bool):
         prob = self.problem
@@ -435,8 +437,15 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
     def row_violation(self, w: np.ndarray, sigma: float, *, stagewise: bool) -> np.ndarray:
         """Violation of every constraint row at w for the relaxation sigma (0 where satisfied)."""
         lbg, ubg, p = self._bounds_and_p(sigma, stagewise)
+        if self._g_fun is None:
+            self._g_fun = ca.Function("g", [self.problem.w, self._p], [self._g])
         g = self._g_fun(w, p).full().ravel()
         return np.maximum(np.maximum(lbg - g, g - ubg), 0.0)
+
+    def jacobian_triplets(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row, column) index arrays of the constraint Jacobian's structural nonzeros."""
+        rows, cols = ca.jacobian_sparsity(self._g, self.problem.w).get_triplet()
+        return np.asarray(rows, dtype=int), np.asarray(cols, dtype=int)
 
     def complementarity(self, w: np.ndarray, sigma: float) -> float:
         """Max cross-complementarity product at w (nosnoc's measure) for the relaxation sigma."""
