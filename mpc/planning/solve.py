@@ -195,8 +195,7 @@ def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: 
     factor lower again. Up to options.polish_rounds rounds.
     """
     prob = solver.problem
-    owner = interval_of_variables(prob, ocp.n_intervals, options.n_fe)
-    rows, cols = solver.jacobian_triplets()
+    owner = None  # variable -> control interval, built on the first failed round that has a successor
     relaxed: set[int] = set()
     shrink = min(options.homotopy_slope, 0.1)
     base, sigma_r = w, sigma * shrink
@@ -224,8 +223,12 @@ def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: 
             base, relaxed = w_new, set()  # next: the exact active set read off this better point
             sigma_r *= shrink
             continue
-        bad = violated_intervals(solver.row_violation(w_new, sig, stagewise=True), rows, cols, owner,
-                                 options.polish_violation)
+        if rnd == options.polish_rounds:
+            break
+        if owner is None:
+            owner = interval_of_variables(prob, ocp.n_intervals, options.n_fe)
+        bad = violated_intervals(solver.row_violation(w_new, sig, stagewise=True), *solver.jacobian_triplets(),
+                                 owner, options.polish_violation)
         if not bad - relaxed or len(relaxed | bad) == ocp.n_intervals:
             break  # nothing new to relax, or everything: that is the relaxed NLP already solved
         relaxed |= bad
@@ -412,6 +415,7 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
         self.solver = ca.nlpsol(model.name, "ipopt", nlp, nlp_opts)
         self._g, self._p = g, p  # for row_violation / jacobian_triplets (the polish only)
         self._g_fun = None
+        self._jac_triplets = None
 
     def _bounds_and_p(self, sigma: float, stagewise: bool):
         prob = self.problem
@@ -443,9 +447,11 @@ class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
         return np.maximum(np.maximum(lbg - g, g - ubg), 0.0)
 
     def jacobian_triplets(self) -> tuple[np.ndarray, np.ndarray]:
-        """(row, column) index arrays of the constraint Jacobian's structural nonzeros."""
-        rows, cols = ca.jacobian_sparsity(self._g, self.problem.w).get_triplet()
-        return np.asarray(rows, dtype=int), np.asarray(cols, dtype=int)
+        """(row, column) index arrays of the constraint Jacobian's structural nonzeros (cached)."""
+        if self._jac_triplets is None:
+            rows, cols = ca.jacobian_sparsity(self._g, self.problem.w).get_triplet()
+            self._jac_triplets = (np.asarray(rows, dtype=int), np.asarray(cols, dtype=int))
+        return self._jac_triplets
 
     def complementarity(self, w: np.ndarray, sigma: float) -> float:
         """Max cross-complementarity product at w (nosnoc's measure) for the relaxation sigma."""
