@@ -93,9 +93,36 @@ def test_hopper_time_freezing_uses_the_robot_model():
     assert F[9, 0] == pytest.approx(u @ u)  # cost runs with the clock only
     Jn, Jt = (np.asarray(J).ravel() for J in fns["contact_jacobians"](q))
     mu = model.params["mu"]
-    np.testing.assert_allclose(F[4:8, 2], 200.0 * np.linalg.solve(M, Jn - mu * Jt), rtol=1e-10)
+    # default tangent "geometric": friction along the ground, b = Jt
+    Minv = np.linalg.inv(M)
+    np.testing.assert_allclose(F[4:8, 2], 200.0 * Minv @ (Jn - mu * Jt), rtol=1e-10)
     np.testing.assert_allclose(F[:4, 2:], 0.0)  # q and clock frozen in the auxiliary regions
     np.testing.assert_allclose(F[8, 2:], 0.0)
+    # tangent "kinetic": b = Jt - k Jn with b^T M^-1 Jn = 0 (the assumption of Sec. 4.1)
+    kinetic = time_freezing_system(cls, a_n=200.0, stage_cost=ca.dot(cls.u, cls.u), tangent="kinetic")
+    F_k = np.asarray(kinetic.functions["F"](x, u))
+    k = (Jn @ Minv @ Jt) / (Jn @ Minv @ Jn)
+    assert abs(mu * k) > 0.3  # this bent leg is far from kinetically orthogonal: the test means something
+    b = Jt - k * Jn
+    np.testing.assert_allclose(F_k[4:8, 2], 200.0 * Minv @ (Jn - mu * b), rtol=1e-10)
+    np.testing.assert_allclose(F_k[4:8, 3], 200.0 * Minv @ (Jn + mu * b), rtol=1e-10)
+    # both auxiliary fields stop the normal velocity at the same rate a_n n^T M^-1 n ...
+    np.testing.assert_allclose(Jn @ F_k[4:8, 2:], 200.0 * (Jn @ Minv @ Jn), rtol=1e-10)
+    # ... which the geometric fields do not
+    assert abs(Jn @ F[4:8, 2] - Jn @ F[4:8, 3]) > 0.5 * abs(Jn @ F[4:8, 2] + Jn @ F[4:8, 3])
+    # on the contact manifold (n^T v = 0) c3 is the foot's tangential velocity either way
+    v_on = v - (Jn @ v) / (Jn @ Jn) * Jn
+    for system in (sys_, kinetic):
+        c_on = np.asarray(system.functions["switching"](np.concatenate([q, v_on, [0.2, 0.0]]))).ravel()
+        assert c_on[1] == pytest.approx(0.0, abs=1e-12)
+        assert c_on[2] == pytest.approx(Jt @ v_on, rel=1e-12)
+    assert float(sys_.functions["friction_coupling"](x)) == pytest.approx(abs(mu * k))
+    # a straight leg tilted by 0.2 rad: a frictional impact along the ground cannot stop it
+    tilted = np.concatenate([[0.0, 0.4, -0.2, 0.0], np.zeros(4), [0.0, 0.0]])
+    assert float(sys_.functions["friction_coupling"](tilted)) > 1.0
+    assert float(sys_.functions["friction_coupling"](np.concatenate([[0, 0.4, 0, 0], np.zeros(6)]))) < 1e-12
+    with pytest.raises(ValueError, match="tangent"):
+        time_freezing_system(cls, a_n=200.0, tangent="normal")
     # gap_scale multiplies the first switching function only; the field and the gap are unchanged
     scaled = time_freezing_system(cls, a_n=200.0, stage_cost=ca.dot(cls.u, cls.u), gap_scale=10.0)
     c, c_scaled = (np.asarray(s.functions["switching"](x)).ravel() for s in (sys_, scaled))
@@ -139,6 +166,8 @@ def test_hopper_foot_coordinates_give_the_same_motion_and_a_linear_gap():
     assert {"body_x", "body_z"} <= set(ocp.path_names)
     with pytest.raises(ValueError, match="coordinates"):
         HopperTask(coordinates="polar")
+    with pytest.raises(ValueError, match="tangent"):
+        HopperTask(tangent="normal")
 
 
 def test_bad_inputs_name_the_field():

@@ -52,7 +52,9 @@ class HoleTerrain:
 class HopperTask:
     """The Section 6 task: start, target, horizon (s), grid, limits and terrain.
 
-    a_n and gap_scale go to `time_freezing_system` (gap_scale 1: the paper's c1 = gap).
+    a_n, gap_scale and tangent go to `time_freezing_system` (gap_scale 1: the paper's c1 = gap;
+    tangent "geometric": friction along the ground; "kinetic": orthogonal to the normal in the
+    kinetic metric, as the paper assumes; see `time_freezing_system`).
     coordinates: "foot" (default) writes the planner's system in q_f = (foot x, foot z, phi_hip,
     phi_knee), where the gap is the coordinate q_f[1] itself; "robot" uses the robot's
     q = (x, z, phi_hip, phi_knee), where it is a nonlinear function of q (see `foot_coordinates`).
@@ -73,10 +75,13 @@ class HopperTask:
     a_n: float = A_N
     gap_scale: float = 1.0
     coordinates: str = "foot"
+    tangent: str = "geometric"
 
     def __post_init__(self) -> None:
         if self.coordinates not in ("foot", "robot"):
             raise ValueError(f"HopperTask.coordinates must be 'foot' or 'robot', got {self.coordinates!r}")
+        if self.tangent not in ("geometric", "kinetic"):
+            raise ValueError(f"HopperTask.tangent must be 'geometric' or 'kinetic', got {self.tangent!r}")
 
 
 def knee_point(model: RobotModel) -> ca.SX:
@@ -115,7 +120,8 @@ def hopper_holes_ocp(task: HopperTask = HopperTask(), model: RobotModel | None =
         terminal = q_rob - ca.DM(target)
     else:
         q_end, body, terminal = target, [], cls.q - ca.DM(target)
-    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u), gap_scale=task.gap_scale)
+    system = time_freezing_system(cls, a_n=task.a_n, stage_cost=ca.dot(u, u), gap_scale=task.gap_scale,
+                                  tangent=task.tangent)
     holes = task.terrain.levels(foot[0], foot[1])
     path = ca.vertcat(foot[0], knee[0], knee[1], foot[1], *holes, *[b[0] for b in body])
     path_lb = np.array([task.x_min, task.x_min, task.knee_z_min, task.foot_z_range[0]] + [1.0] * len(holes)

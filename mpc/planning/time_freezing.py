@@ -156,8 +156,9 @@ class TimeFreezingSystem:
         S: numpy sign matrix (nrows x nc): +1 means c_j > 0, -1 means c_j < 0, 0 not used.
         a_n: auxiliary dynamics constant (Prop. 3).
         aux_columns: indices of the columns of F that are auxiliary (frozen-time) fields.
-        functions: named CasADi Functions (gap, normal velocity, tangential velocity, D, phi)
-            of (x) or (x, u) for checks and post-processing.
+        functions: named CasADi Functions (gap, normal velocity, tangential velocity, D, phi,
+            friction_coupling = mu |n^T M^-1 b_g| / n^T M^-1 n of the ground tangent b_g) of (x)
+            or (x, u) for checks and post-processing.
     """
 
     cls: ContactLagrangian
@@ -189,7 +190,7 @@ class TimeFreezingSystem:
 
 
 def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.SX | None = None,
-                         gap_scale: float = 1.0) -> TimeFreezingSystem:
+                         gap_scale: float = 1.0, tangent: str = "geometric") -> TimeFreezingSystem:
     """Build the time-freezing PSS (Def. 2 / Def. 6 of seed 004) of a one-contact CLS.
 
     Args:
@@ -202,7 +203,19 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
             relaxed complementarities of FESD weigh c, so a gap in metres (~0.1) next to
             velocities in m/s (~1) leaves the contact Step variable nearly free at a given
             sigma; gap_scale ~ 1 / (typical gap) evens them out.
+        tangent: the friction direction b(q). "geometric" (default): the gradient b_g of the
+            contact's tangent coordinate, i.e. Coulomb friction along the ground, the robot's
+            own physics. "kinetic": b_g made orthogonal to n in the kinetic metric,
+            b = b_g - (n^T M^-1 b_g / n^T M^-1 n) n, as Sec. 4.1 of the paper assumes
+            (b^T M^-1 n = 0): both auxiliary fields then change n^T v at the rate
+            a_n n^T M^-1 n > 0, whereas with b_g one of them stops only at rate
+            a_n (n^T M^-1 n - mu |n^T M^-1 b_g|), which is zero on a bent hopper leg (a
+            Painleve-type impact). The price is a tilted friction cone (the contact force
+            n lambda_n + b lambda_t has normal part lambda_n - k lambda_t). On the contact
+            manifold (n^T v = 0) both give the same c3, the contact point's tangential velocity.
     """
+    if tangent not in ("kinetic", "geometric"):
+        raise ValueError(f"tangent must be 'kinetic' or 'geometric', got {tangent!r}")
     if not np.isfinite(a_n) or a_n <= 0:
         raise ValueError(f"a_n must be a finite positive number (auxiliary dynamics constant), got {a_n}")
     if not np.isfinite(gap_scale) or gap_scale <= 0:
@@ -228,10 +241,17 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
         b = ca.gradient(cls.tangent_coordinate, q)
         sol = ca.solve(M, ca.horzcat(tau, n, b))
         acc, Minv_n, Minv_b = sol[:, 0], sol[:, 1], sol[:, 2]
+        # mu |n^T M^-1 b_g| / n^T M^-1 n: >= 1 means a frictional impact along the ground tangent
+        # cannot stop the normal velocity in one sliding direction (Painleve-type)
+        coupling = cls.mu * ca.fabs(ca.dot(n, Minv_b)) / ca.dot(n, Minv_n)
+        if tangent == "kinetic":
+            k = ca.dot(n, Minv_b) / ca.dot(n, Minv_n)
+            b, Minv_b = b - k * n, Minv_b - k * Minv_n
     else:
         b = ca.SX.zeros(nq, 1)
         sol = ca.solve(M, ca.horzcat(tau, n))
         acc, Minv_n, Minv_b = sol[:, 0], sol[:, 1], ca.SX.zeros(nq, 1)
+        coupling = ca.SX(0)
 
     f_ode = ca.vertcat(v, acc, 1, L)
     c1 = gap_scale * cls.gap
@@ -262,6 +282,7 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
         "normal_velocity": ca.Function("normal_velocity", xs, [c2], ["x"], ["vn"]),
         "tangential_velocity": ca.Function("tangential_velocity", xs, [c3], ["x"], ["vt"]),
         "delassus": ca.Function("delassus", xs, [D], ["x"], ["D"]),
+        "friction_coupling": ca.Function("friction_coupling", xs, [coupling], ["x"], ["ratio"]),
         "phi": ca.Function("phi", [x, u], [phi], ["x", "u"], ["phi"]),
         "switching": ca.Function("switching", xs, [c], ["x"], ["c"]),
         "F": ca.Function("F", [x, u], [F], ["x", "u"], ["F"]),
