@@ -139,6 +139,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from mpc.planning.scenarios import run_scenario
 
     overrides = {} if args.max_homotopy is None else {"max_homotopy": args.max_homotopy}
+    if args.linear_solver is not None:
+        overrides["linear_solver"] = args.linear_solver
     result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, **overrides)
     _print_result(result, args.json)
     return 0
@@ -201,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/plans", help="folder for the PNGs, plan.npz and summary.json")
     p.add_argument("--no-replay", action="store_true", help="skip the open-loop replay check")
     p.add_argument("--max-homotopy", type=int, default=None, help="override the number of homotopy steps")
+    p.add_argument("--linear-solver", default=None, metavar="NAME",
+                   help="IPOPT linear solver (default mumps; ma57 etc. need an HSL library IPOPT can load)")
     p.set_defaults(func=cmd_plan)
     return parser
 

@@ -189,6 +189,19 @@ def test_bad_inputs_name_the_field():
         PlannerOptions(alpha_init=1.5)
     with pytest.raises(ValueError, match="unknown plan scenario"):
         run_scenario("no-such-plan")
+    with pytest.raises(ValueError, match="linear_solver"):
+        PlannerOptions(linear_solver="no-such-solver")
+    # a linear solver IPOPT knows but cannot load (HSL's, without the library) stops the plan with
+    # the option named, instead of a homotopy of NLPs that never ran
+    from mpc.planning.particle import particle_ocp, particle_options
+    from mpc.planning.solve import solve_plan
+
+    try:
+        plan = solve_plan(particle_ocp(), particle_options(linear_solver="ma57", max_homotopy=1))
+    except RuntimeError as err:
+        assert "linear_solver='ma57'" in str(err) and "libhsl" in str(err)
+    else:  # an HSL library is installed: then the NLP really ran
+        assert plan.homotopy[0]["status"] != "Invalid_Option" and plan.homotopy[0]["iters"] > 0
 
 
 def test_summary_is_strict_json():

@@ -15,6 +15,9 @@ import numpy as np
 from .time_freezing import TimeFreezingSystem
 
 
+_IPOPT_LINEAR_SOLVERS = ("mumps", "spral", "ma27", "ma57", "ma77", "ma86", "ma97", "pardiso", "pardisomkl", "wsmp")
+
+
 @dataclass(frozen=True)
 class PlannerOptions:
     """How the OCP is discretized (FESD) and solved (homotopy + IPOPT).
@@ -44,7 +47,8 @@ class PlannerOptions:
             happens: FESD's L2_RELAXED_SCALED).
         ipopt_max_iter: IPOPT iterations per NLP.
         ipopt_tol: IPOPT tolerance (None: comp_tol / 100, nosnoc's rule).
-        linear_solver: IPOPT linear solver ("mumps" ships with casadi).
+        linear_solver: IPOPT linear solver ("mumps" and "spral" ship with casadi; the HSL ones,
+            e.g. "ma57" as in the paper, need an HSL library IPOPT can load).
         path_at_every_stage: evaluate path constraints at every Radau stage point (else
             only at the ends of control intervals, nosnoc's default).
         heartbeat_s: seconds between progress messages during one NLP (0: only per NLP).
@@ -140,6 +144,9 @@ class PlannerOptions:
         if self.h_max is not None and not 1 <= self.h_max <= self.n_fe:
             raise ValueError(f"h_max must be in [1, n_fe = {self.n_fe}] (units of the nominal element length) "
                              f"or None, got {self.h_max}")
+        if self.linear_solver not in _IPOPT_LINEAR_SOLVERS:
+            raise ValueError(f"linear_solver must be one of {_IPOPT_LINEAR_SOLVERS} (IPOPT's names), "
+                             f"got {self.linear_solver!r}")
         if self.mpcc not in ("scholtes", "elastic"):
             raise ValueError(f"mpcc must be 'scholtes' or 'elastic', got {self.mpcc!r}")
         if self.step_equilibration not in ("delta", "mean", "relaxed"):

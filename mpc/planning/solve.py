@@ -143,6 +143,11 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
         dt = time.perf_counter() - t0
         cpu += dt
         status = stats["return_status"]
+        if status == "Invalid_Option":
+            raise RuntimeError(
+                f"IPOPT rejected its options (linear_solver={options.linear_solver!r}, ipopt_extra="
+                f"{dict(options.ipopt_extra)}): the HSL solvers (ma27, ma57, ...) need an HSL library IPOPT "
+                "can load (libhsl.so on the library path); 'mumps' ships with casadi")
         comp = solver.complementarity(w, sigma)
         entry = {"sigma": sigma, "stagewise_clock": stagewise, "status": status,
                  "iters": int(stats["iter_count"]), "cpu_s": dt, "complementarity": comp, "objective": obj}
