@@ -209,8 +209,8 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
             b = b_g - (n^T M^-1 b_g / n^T M^-1 n) n, as Sec. 4.1 of the paper assumes
             (b^T M^-1 n = 0): both auxiliary fields then change n^T v at the rate
             a_n n^T M^-1 n > 0, whereas with b_g one of them stops only at rate
-            a_n (n^T M^-1 n - mu |n^T M^-1 b_g|), which is zero on a bent hopper leg (a
-            Painleve-type impact). The price is a tilted friction cone (the contact force
+            a_n (n^T M^-1 n - mu |n^T M^-1 b_g|), which is <= 0 for some hopper poses (a
+            Painleve-type impact; see functions["friction_coupling"]). The price is a tilted friction cone (the contact force
             n lambda_n + b lambda_t has normal part lambda_n - k lambda_t). On the contact
             manifold (n^T v = 0) both give the same c3, the contact point's tangential velocity.
     """
