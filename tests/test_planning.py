@@ -102,7 +102,7 @@ def test_hopper_time_freezing_uses_the_robot_model():
     kinetic = time_freezing_system(cls, a_n=200.0, stage_cost=ca.dot(cls.u, cls.u), tangent="kinetic")
     F_k = np.asarray(kinetic.functions["F"](x, u))
     k = (Jn @ Minv @ Jt) / (Jn @ Minv @ Jn)
-    assert abs(mu * k) > 0.3  # this bent leg is far from kinetically orthogonal: the test means something
+    assert abs(mu * k) > 0.5  # this bent leg is far from kinetically orthogonal: the test means something
     b = Jt - k * Jn
     np.testing.assert_allclose(F_k[4:8, 2], 200.0 * Minv @ (Jn - mu * b), rtol=1e-10)
     np.testing.assert_allclose(F_k[4:8, 3], 200.0 * Minv @ (Jn + mu * b), rtol=1e-10)
