@@ -26,7 +26,7 @@ from robots import get_robot
 from robots.model import RobotModel
 
 from .ocp import PlannerOptions, TimeFreezingOcp
-from .time_freezing import ContactLagrangian, time_freezing_system
+from .time_freezing import TANGENTS, ContactLagrangian, time_freezing_system
 
 A_N = 200.0  # auxiliary dynamics constant (Sec. 6)
 
@@ -80,8 +80,8 @@ class HopperTask:
     def __post_init__(self) -> None:
         if self.coordinates not in ("foot", "robot"):
             raise ValueError(f"HopperTask.coordinates must be 'foot' or 'robot', got {self.coordinates!r}")
-        if self.tangent not in ("geometric", "kinetic"):
-            raise ValueError(f"HopperTask.tangent must be 'geometric' or 'kinetic', got {self.tangent!r}")
+        if self.tangent not in TANGENTS:
+            raise ValueError(f"HopperTask.tangent must be one of {TANGENTS}, got {self.tangent!r}")
 
 
 def knee_point(model: RobotModel) -> ca.SX:

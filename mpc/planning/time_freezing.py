@@ -39,6 +39,9 @@ import numpy as np
 from robots.model import RobotModel
 
 
+TANGENTS = ("geometric", "kinetic")  # friction directions time_freezing_system accepts
+
+
 @dataclass(frozen=True, eq=False)
 class ContactLagrangian:
     """A planar Lagrangian system with one unilateral frictional contact (the CLS of Eq. 20).
@@ -210,12 +213,13 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
             (b^T M^-1 n = 0): both auxiliary fields then change n^T v at the rate
             a_n n^T M^-1 n > 0, whereas with b_g one of them stops only at rate
             a_n (n^T M^-1 n - mu |n^T M^-1 b_g|), which is <= 0 for some hopper poses (a
-            Painleve-type impact; see functions["friction_coupling"]). The price is a tilted friction cone (the contact force
-            n lambda_n + b lambda_t has normal part lambda_n - k lambda_t). On the contact
-            manifold (n^T v = 0) both give the same c3, the contact point's tangential velocity.
+            Painleve-type impact; see functions["friction_coupling"]). The price is a tilted
+            friction cone (the contact force n lambda_n + b lambda_t has normal part
+            lambda_n - k lambda_t). On the contact manifold (n^T v = 0) both give the same c3,
+            the contact point's tangential velocity.
     """
-    if tangent not in ("kinetic", "geometric"):
-        raise ValueError(f"tangent must be 'kinetic' or 'geometric', got {tangent!r}")
+    if tangent not in TANGENTS:
+        raise ValueError(f"tangent must be one of {TANGENTS}, got {tangent!r}")
     if not np.isfinite(a_n) or a_n <= 0:
         raise ValueError(f"a_n must be a finite positive number (auxiliary dynamics constant), got {a_n}")
     if not np.isfinite(gap_scale) or gap_scale <= 0:
@@ -241,11 +245,11 @@ def time_freezing_system(cls: ContactLagrangian, *, a_n: float, stage_cost: ca.S
         b = ca.gradient(cls.tangent_coordinate, q)
         sol = ca.solve(M, ca.horzcat(tau, n, b))
         acc, Minv_n, Minv_b = sol[:, 0], sol[:, 1], sol[:, 2]
-        # mu |n^T M^-1 b_g| / n^T M^-1 n: >= 1 means a frictional impact along the ground tangent
-        # cannot stop the normal velocity in one sliding direction (Painleve-type)
-        coupling = cls.mu * ca.fabs(ca.dot(n, Minv_b)) / ca.dot(n, Minv_n)
+        k = ca.dot(n, Minv_b) / ca.dot(n, Minv_n)  # n^T M^-1 b_g / n^T M^-1 n
+        # mu |k| >= 1: a frictional impact along the ground tangent cannot stop the normal
+        # velocity in one sliding direction (Painleve-type)
+        coupling = cls.mu * ca.fabs(k)
         if tangent == "kinetic":
-            k = ca.dot(n, Minv_b) / ca.dot(n, Minv_n)
             b, Minv_b = b - k * n, Minv_b - k * Minv_n
     else:
         b = ca.SX.zeros(nq, 1)
