@@ -93,6 +93,8 @@ class PlannerOptions:
             (`solve._polish`).
         polish_violation: constraint violation above which a row counts as violated when
             choosing the intervals to relax (units of the row).
+        stop_on_failure: end the homotopy at the first NLP that IPOPT does not solve (for
+            warm-started continuation steps, where a failed NLP means the step was too long).
     """
 
     n_s: int = 3
@@ -127,6 +129,7 @@ class PlannerOptions:
     polish_c_eps: float = 3e-3
     polish_rounds: int = 1
     polish_violation: float = 1e-6
+    stop_on_failure: bool = False
 
     def __post_init__(self) -> None:
         if self.n_s < 1 or self.n_fe < 1:

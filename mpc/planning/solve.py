@@ -19,7 +19,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import casadi as ca
 import numpy as np
@@ -49,6 +49,9 @@ class Plan:
     Per control node k: q_grid, v_grid (N + 1 rows): states at t_grid.
     Solver figures: status (IPOPT return status of the last NLP), converged, complementarity
     (max cross-complementarity product of the last NLP), homotopy log, cpu_s, build_s.
+    The NLP itself: w, the primal vector of the last NLP (a warm start: `solve_plan(...,
+    w_start=plan.w)`), and state_index (N x n_fe * n_s x nx ints), where each stage state
+    sits in w.
     """
 
     name: str
@@ -73,6 +76,8 @@ class Plan:
     build_s: float
     homotopy: list[dict] = field(default_factory=list)
     clock_residual: float = float("nan")
+    w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    state_index: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=int))
 
     @property
     def physical_time_end(self) -> float:
@@ -164,6 +169,9 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
                 if on_iterate is not None:
                     on_iterate(entry, w)
                 break
+        if options.stop_on_failure and status not in _IPOPT_OK:
+            say(f"[plan] stopping: {status} and stop_on_failure is set")
+            break
         if comp < options.comp_tol and status in _IPOPT_OK:
             if stagewise:
                 break
@@ -380,7 +388,48 @@ def _extract(ocp: TimeFreezingOcp, options: PlannerOptions, prob, w: np.ndarray)
         q_grid=X[node_rows, :nq], v_grid=X[node_rows, nq:2 * nq], h_fe=h, status="", converged=False,
         complementarity=float("nan"), cost=float(X[-1, sys_.index_ell]), cpu_s=0.0, build_s=0.0,
         clock_residual=float(np.max(np.abs(t_all[node_rows] - t_grid))),
+        w=np.array(w, dtype=float),
+        state_index=np.array([[prob.ind_x[k][j][r] for j in range(n_fe) for r in range(options.n_s)]
+                              for k in range(N)], dtype=int),
     )
+
+
+def tile_primal(tiles: Sequence[tuple[Plan, np.ndarray]]) -> np.ndarray:
+    """Primal vector of the problem whose control intervals are those of the tiles, in order.
+
+    tiles: (plan, shift) pairs; shift (nx) is added to every stage state of that plan (e.g. the
+    x distance, clock time and cost the earlier tiles covered). All plans must come from
+    problems with the same system, n_fe and n_s (their horizons and N may differ). Why this
+    works: nosnoc lays out the controls and speed of time of every interval first (interval
+    after interval), then each interval's finite elements as one block of the same size, so
+    the long problem's vector is the tiles' heads followed by the tiles' blocks.
+    Returns w (n_w of the long problem); pass it as `solve_plan(..., w_start=)`.
+    """
+    if not tiles:
+        raise ValueError("tile_primal needs at least one (plan, shift) tile")
+    heads, blocks = [], []
+    size = None
+    for i, (plan, shift) in enumerate(tiles):
+        n = plan.u.shape[0]
+        head = n * (plan.u.shape[1] + 1)  # u and the speed of time, per interval
+        if plan.w.size == 0 or plan.state_index.shape[0] != n:
+            raise ValueError(f"tile {i}: the plan carries no primal vector (plan.w); solve it with solve_plan")
+        if (plan.w.size - head) % n or plan.state_index.min() < head:
+            raise ValueError(f"tile {i}: primal vector of {plan.w.size} entries is not nosnoc's "
+                             f"[{head} controls/speeds | {n} equal blocks] layout")
+        block = (plan.w.size - head) // n
+        if size is not None and (block, plan.state_index.shape[1:]) != size:
+            raise ValueError(f"tile {i}: blocks of {block} variables / states {plan.state_index.shape[1:]}, "
+                             f"the first tile has {size}: same system, n_fe and n_s needed")
+        size = (block, plan.state_index.shape[1:])
+        shift = np.asarray(shift, dtype=float)
+        if shift.shape != (plan.state_index.shape[2],):
+            raise ValueError(f"tile {i}: shift has shape {shift.shape}, the state has {plan.state_index.shape[2]} entries")
+        w = plan.w.copy()
+        w[plan.state_index] += shift
+        heads.append(w[:head])
+        blocks.append(w[head:])
+    return np.concatenate(heads + blocks)
 
 
 class _HomotopySolver(nosnoc.solver.NosnocSolverBase):
