@@ -141,7 +141,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     overrides = {} if args.max_homotopy is None else {"max_homotopy": args.max_homotopy}
     if args.linear_solver is not None:
         overrides["linear_solver"] = args.linear_solver
-    result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, **overrides)
+    result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, strategy=args.strategy,
+                          **overrides)
     _print_result(result, args.json)
     return 0
 
@@ -205,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-homotopy", type=int, default=None, help="override the number of homotopy steps")
     p.add_argument("--linear-solver", default=None, metavar="NAME",
                    help="IPOPT linear solver (default mumps; ma57 etc. need an HSL library IPOPT can load)")
+    p.add_argument("--strategy", choices=("scale", "sigma"), default="scale",
+                   help="hopper-holes: 'scale' grows the terrain from one-hole hops (default); "
+                        "'sigma' runs the sigma homotopy on the full task from the trivial guess")
     p.set_defaults(func=cmd_plan)
     return parser
 

@@ -310,3 +310,90 @@ def test_h_max_sets_the_element_length_bound():
         np.testing.assert_allclose(prob.lbw[ih], 0.0)
     with pytest.raises(ValueError, match="h_max"):
         PlannerOptions(h_max=4.0, n_fe=3)
+
+
+def _nlp_names(ocp, options):
+    """Names of nosnoc's NLP variables (e.g. 'X_3_0_1_2': interval 3 first), in primal order."""
+    from mpc.planning.solve import _HomotopySolver, _nosnoc_description
+
+    model, nocp, opts = _nosnoc_description(ocp, options)
+    w = _HomotopySolver(opts, model, nocp, ocp, options, None).problem.w
+    return [str(w[i]) for i in range(w.numel())]
+
+
+def _renumber(name: str, offset: int) -> str:
+    """The NLP variable name with its control-interval index (its first number) moved by offset."""
+    parts = name.split("_")
+    first = next(i for i, p in enumerate(parts) if p.isdigit())
+    parts[first] = str(int(parts[first]) + offset)
+    return "_".join(parts)
+
+
+def test_tile_primal_lays_tiles_end_to_end():
+    """Every variable of a 2 + 3 interval tiling lands where the 5-interval NLP has it, and the
+    shift moves the states (and only them)."""
+    import dataclasses
+
+    from mpc.planning.particle import particle_ocp, particle_options
+    from mpc.planning.solve import solve_plan, tile_primal
+
+    options = particle_options(max_homotopy=1, ipopt_max_iter=1, first_nlp_max_iter=None)
+    ocps = {n: particle_ocp(horizon=0.1 * n, n_intervals=n) for n in (2, 3, 5)}
+    plans = {n: solve_plan(ocps[n], options) for n in (2, 3)}
+    names = {n: _nlp_names(ocps[n], options) for n in (2, 3, 5)}
+    # label every tile variable by its own position (tile 2 offset by 1000), no shift
+    tiles = [(dataclasses.replace(plans[2], w=np.arange(len(names[2]), dtype=float)), np.zeros(6)),
+             (dataclasses.replace(plans[3], w=1000.0 + np.arange(len(names[3]))), np.zeros(6))]
+    w = tile_primal(tiles)
+    assert w.shape == (len(names[5]),)
+    got = [names[2][int(v)] if v < 1000 else _renumber(names[3][int(v) - 1000], 2) for v in w]
+    assert got == names[5]
+    # a shift is added to the stage states of its tile only
+    shift = np.arange(1.0, 7.0)
+    moved = tile_primal([tiles[0], (tiles[1][0], shift)])
+    index = plans[3].state_index + 0  # (N, stages, nx) positions inside tile 2
+    assert np.count_nonzero(moved - w) == index.size
+    state_rows = [names[5].index(_renumber(names[3][i], 2)) for i in index.reshape(-1)]
+    np.testing.assert_allclose((moved - w)[state_rows], np.broadcast_to(shift, index.shape).reshape(-1))
+    with pytest.raises(ValueError, match="shift"):
+        tile_primal([(plans[2], np.zeros(3))])
+    with pytest.raises(ValueError, match="at least one"):
+        tile_primal([])
+
+
+def test_terrain_scale_tasks():
+    """The scaled task and its one-hole tiles (hopper-holes continuation, no NLP solved here)."""
+    from mpc.planning.hopper_holes import HoleTerrain, HopperTask
+    from mpc.planning.terrain_scale import ScaleSchedule, hole_tiles, scaled_task
+
+    small = scaled_task(HopperTask(), 0.4, 0.05)
+    assert small.terrain.centers == pytest.approx((0.2, 0.6, 1.0))
+    assert small.terrain.semi_x == pytest.approx(0.15) and small.terrain.semi_z == 0.1
+    assert small.q_target == pytest.approx((1.2, 0.4, 0.0, 0.0))
+    assert scaled_task(HopperTask(), 1.0, 0.0) == HopperTask()
+    tiles = hole_tiles(small)
+    assert [t.n_intervals for t, _ in tiles] == [7, 7, 6]
+    assert [t.horizon for t, _ in tiles] == pytest.approx([0.875, 0.875, 0.75])
+    for tile, hop in tiles:
+        assert hop == pytest.approx(0.4) and tile.terrain.centers == pytest.approx((0.2,))
+        assert tile.q_target == pytest.approx((0.4, 0.4, 0.0, 0.0)) and tile.q0 == small.q0
+    with pytest.raises(ValueError, match="equally spaced"):
+        hole_tiles(HopperTask(terrain=HoleTerrain(centers=(0.5, 1.0, 2.5))))
+    with pytest.raises(ValueError, match="no hole"):
+        scaled_task(HopperTask(), 0.05, 0.05)
+    with pytest.raises(ValueError, match="scales"):
+        ScaleSchedule(scales=(0.5, 0.4, 1.0))
+    with pytest.raises(ValueError, match="strategy"):
+        run_scenario("hopper-holes", strategy="guess")
+
+
+def test_stop_on_failure_ends_the_homotopy_at_the_first_failed_nlp():
+    from mpc.planning.particle import particle_ocp, particle_options
+    from mpc.planning.solve import solve_plan
+
+    ocp = particle_ocp(horizon=0.4, n_intervals=4)
+    for stop, n_nlps in ((True, 1), (False, 3)):
+        plan = solve_plan(ocp, particle_options(max_homotopy=3, ipopt_max_iter=1, first_nlp_max_iter=None,
+                                                stop_on_failure=stop))
+        assert [h["status"] for h in plan.homotopy] == ["Maximum_Iterations_Exceeded"] * n_nlps
+        assert not plan.converged

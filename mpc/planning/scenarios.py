@@ -24,6 +24,7 @@ from .particle import particle_ocp, particle_options
 from .solve import Plan, solve_plan
 
 SCENARIOS = ("hopper-holes", "particle")
+STRATEGIES = ("scale", "sigma")
 CONTACT_EPS = 1e-3  # m: the foot counts as on the ground below this gap
 HOLE_TOL = 1e-6  # ellipse level below 1 - HOLE_TOL counts as inside a hole
 
@@ -40,14 +41,18 @@ def count_touchdowns(gap: np.ndarray, *, eps: float = CONTACT_EPS) -> int:
 
 
 def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progress: Callable[[str], None] | None = None,
-                 replay: bool = True, **option_overrides) -> dict:
+                 replay: bool = True, strategy: str = "scale", **option_overrides) -> dict:
     """Solve the named scenario, write its files under out_dir/<name>/ and return the summary.
 
-    option_overrides go to `PlannerOptions` (e.g. max_homotopy=6). Raises ValueError for an
-    unknown name.
+    strategy (hopper-holes only): "scale", the terrain-scale continuation of
+    `terrain_scale.solve_by_terrain_scale` (default), or "sigma", the plain sigma homotopy on
+    the full task from the trivial guess. option_overrides go to `PlannerOptions` (e.g.
+    max_homotopy=6). Raises ValueError for an unknown name or strategy.
     """
     if name not in SCENARIOS:
         raise ValueError(f"unknown plan scenario {name!r}; available: {', '.join(SCENARIOS)}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown plan strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
     say = progress or stderr_progress
     folder = Path(out_dir) / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -55,7 +60,7 @@ def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progres
     if name == "particle":
         summary = _run_particle(folder, say, option_overrides)
     else:
-        summary = _run_hopper(folder, say, option_overrides, replay=replay)
+        summary = _run_hopper(folder, say, option_overrides, replay=replay, strategy=strategy)
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary = _json_ready(summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -102,13 +107,16 @@ def _run_particle(folder: Path, say, overrides: dict) -> dict:
     return out
 
 
-def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool) -> dict:
+def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: str) -> dict:
     from .plots import plot_clock, plot_frames, plot_torques
+    from .terrain_scale import solve_by_terrain_scale
 
     model = get_robot("hopper")
     task = HopperTask()
-    ocp = hopper_holes_ocp(task, model)
-    plan = solve_plan(ocp, hopper_options(**overrides), progress=say)
+    if strategy == "scale":
+        plan = solve_by_terrain_scale(task, progress=say, **overrides)
+    else:
+        plan = solve_plan(hopper_holes_ocp(task, model), hopper_options(**overrides), progress=say)
     plan.save_npz(folder / "plan.npz")
     foot_fn = ca.Function("foot", [model.q], [model.contacts[0].point])
     foot = np.array([np.asarray(foot_fn(q)).ravel() for q in plan.q])
@@ -118,6 +126,7 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool) -> dict:
     dense_min = _dense_hole_level(plan, foot_fn, task)
     out = _common(plan)
     out.update({
+        "strategy": strategy,
         "final_q": plan.q[-1].tolist(),
         "target_q": list(task.q_target),
         "final_x_error": float(abs(plan.q[-1, 0] - task.q_target[0])),
