@@ -99,8 +99,8 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
                            progress: Progress | None = None, **option_overrides) -> Plan:
     """Solve `task` by the three stages of this module; returns the last step's `Plan`.
 
-    plan.homotopy holds every NLP of every stage, each entry with a "stage" key ("tile k/n" or
-    "scale s"); plan.cpu_s is the CPU time of all of them. plan.converged is the final step's
+    plan.homotopy holds every NLP of every stage, each entry with a "stage" key ("tiles 1, 2 of
+    3", "scale 0.45 (margin 0.05 m)", ...); plan.cpu_s is the CPU time of all of them. plan.converged is the final step's
     (at scale 1, with the task's own holes). option_overrides go to both option sets (e.g.
     linear_solver). Stops at the first step that fails even after `max_halvings` midpoints.
     """
@@ -127,12 +127,13 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
     first = scaled_task(task, schedule.scales[0], schedule.margin)
     tiles = hole_tiles(first)
     solved: dict[int, Plan] = {}
-    for i, (tile, _) in enumerate(tiles):
-        if tile.n_intervals not in solved:
-            solved[tile.n_intervals] = run(f"tile {i + 1}/{len(tiles)}", tile, tile_opts)
-    for i, (tile, _) in enumerate(tiles):
-        if not solved[tile.n_intervals].converged:
-            return _finish(solved[tile.n_intervals], log, cpu, t_start, say, f"tile {i + 1} did not converge")
+    for tile, _ in tiles:
+        n = tile.n_intervals
+        if n not in solved:
+            which = [str(i + 1) for i, (t, _) in enumerate(tiles) if t.n_intervals == n]
+            solved[n] = run(f"tile{'s' if len(which) > 1 else ''} {', '.join(which)} of {len(tiles)}", tile, tile_opts)
+            if not solved[n].converged:
+                return _finish(solved[n], log, cpu, t_start, say, f"the tile of N = {n} did not converge")
 
     # 2. lay them end to end: foot x, clock and cost continue from the tile before
     ocp_system = hopper_holes_ocp(first).system
