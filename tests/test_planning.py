@@ -397,3 +397,37 @@ def test_stop_on_failure_ends_the_homotopy_at_the_first_failed_nlp():
                                                 stop_on_failure=stop))
         assert [h["status"] for h in plan.homotopy] == ["Maximum_Iterations_Exceeded"] * n_nlps
         assert not plan.converged
+
+
+def test_terrain_scale_retries_from_midpoints_and_returns_the_last_converged_scale(monkeypatch):
+    """The continuation's control flow, with the NLP solves replaced by a rule on the task."""
+    from types import SimpleNamespace
+
+    from mpc.planning import terrain_scale as ts
+    from mpc.planning.hopper_holes import HopperTask
+
+    system = SimpleNamespace(x=ca.SX.sym("x", 10), index_t=8, index_ell=9)
+    monkeypatch.setattr(ts, "hopper_holes_ocp", lambda task: SimpleNamespace(task=task, system=system))
+    monkeypatch.setattr(ts, "tile_primal", lambda parts: np.array([0.0]))  # scale 0: the tiles
+
+    def run(rule):
+        def fake_solve(ocp, options, progress=None, w_start=None):
+            scale = ocp.task.q_target[0] / 3.0
+            ok = ocp.task.n_intervals < 20 or rule(scale, 0.0 if w_start is None else float(w_start[0]))
+            return SimpleNamespace(converged=ok, complementarity=1e-7, cost=scale, cpu_s=1.0,
+                                   homotopy=[{"sigma": 1e-2}], w=np.array([scale]))
+        monkeypatch.setattr(ts, "solve_plan", fake_solve)
+        return ts.solve_by_terrain_scale(HopperTask())
+
+    # every step beyond scale 0.6 fails: 0.65, then the midpoints 0.625 and 0.6125
+    res = run(lambda scale, start: scale <= 0.6 + 1e-9)
+    assert not res.converged and not res.plan.converged and res.scale == pytest.approx(0.6)
+    assert res.task.q_target[0] == pytest.approx(1.8) and res.plan.cost == pytest.approx(0.6)
+    assert [s["stage"].split(" (")[0] for s in res.stages[-3:]] == ["scale 0.65", "scale 0.625", "scale 0.6125"]
+    assert len(res.plan.homotopy) == len(res.stages) == 2 + 5 + 3 and res.plan.cpu_s == pytest.approx(10.0)
+    # the step 0.6 -> 0.65 is too long, 0.625 -> 0.65 is not: one midpoint, then on to scale 1
+    res = run(lambda scale, start: not (start == pytest.approx(0.6) and scale == pytest.approx(0.65)))
+    assert res.converged and res.scale == 1.0 and res.margin == 0.0 and res.task == HopperTask()
+    names = [s["stage"] for s in res.stages]
+    assert names[names.index("scale 0.625 (margin 0.05 m)") + 1] == "scale 0.65 (margin 0.05 m)"
+    assert names[-1] == "scale 1 (margin 0 m)"

@@ -3,8 +3,9 @@
     run_scenario("hopper-holes", out_dir=Path("runs/plans"))  -> summary dict (JSON-ready)
 
 Files written into `out_dir/<name>/`: plan.npz (physical time grid t_grid, q_grid, v_grid, u,
-plus the dense points t, q, v), frames.png (Fig. 7), torques.png (Fig. 8), clock.png, and
-summary.json.
+plus the dense points t, q, v, and the NLP's primal vector w), frames.png (Fig. 7), torques.png
+(Fig. 8), clock.png, summary.json and, for hopper-holes with the "scale" strategy, one NPZ per
+converged scale step in scale_steps/.
 """
 from __future__ import annotations
 
@@ -112,10 +113,14 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: s
     from .terrain_scale import solve_by_terrain_scale
 
     model = get_robot("hopper")
-    task = HopperTask()
+    asked = HopperTask()
+    scale_info = {}
     if strategy == "scale":
-        plan = solve_by_terrain_scale(task, progress=say, **overrides)
+        result = solve_by_terrain_scale(asked, progress=say, save_dir=folder / "scale_steps", **overrides)
+        plan, task = result.plan, result.task  # the last converged scale when the full one fails
+        scale_info = {"scale_reached": result.scale, "margin_m": result.margin, "stages": result.stages}
     else:
+        task = asked
         plan = solve_plan(hopper_holes_ocp(task, model), hopper_options(**overrides), progress=say)
     plan.save_npz(folder / "plan.npz")
     foot_fn = ca.Function("foot", [model.q], [model.contacts[0].point])
@@ -128,8 +133,12 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: s
     out.update({
         "strategy": strategy,
         "final_q": plan.q[-1].tolist(),
-        "target_q": list(task.q_target),
-        "final_x_error": float(abs(plan.q[-1, 0] - task.q_target[0])),
+        "target_q": list(asked.q_target),
+        "final_x_error": float(abs(plan.q[-1, 0] - asked.q_target[0])),
+        **scale_info,
+        # the plan's own terrain (a scaled one when the continuation stopped short of scale 1)
+        "terrain": {"centers": list(task.terrain.centers), "semi_x": task.terrain.semi_x,
+                    "semi_z": task.terrain.semi_z, "target_x": task.q_target[0]},
         "foot_in_hole": bool(min_level < 1.0 - HOLE_TOL),
         "hole_level_min": min_level,
         "hole_level_min_dense": dense_min,

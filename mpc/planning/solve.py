@@ -85,11 +85,13 @@ class Plan:
         return float(self.t[-1])
 
     def save_npz(self, path) -> None:
-        """Write the plan (physical time grid, q, v, u, plus the dense points) to an NPZ file."""
+        """Write the plan (physical time grid, q, v, u, the dense points, and the NLP's primal
+        vector w with its state_index, for a later warm start) to an NPZ file."""
         np.savez(
             path, name=self.name, t_grid=self.t_grid, q_grid=self.q_grid, v_grid=self.v_grid, u=self.u,
             s=self.s, t=self.t, tau=self.tau, q=self.q, v=self.v, mode=self.mode, interval=self.interval,
             complementarity=self.complementarity, converged=self.converged, cost=self.cost,
+            w=self.w, state_index=self.state_index,
         )
 
 

@@ -16,13 +16,14 @@ homotopy (`solve_plan`), no contact sequence or timing given to any of them:
    A step that fails is retried from the midpoint (at most `max_halvings` midpoints per
    scheduled scale).
 
-    plan = solve_by_terrain_scale(HopperTask(), progress=print)
+    result = solve_by_terrain_scale(HopperTask(), progress=print)  # result.plan, result.scale, ...
 """
 from __future__ import annotations
 
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -95,20 +96,41 @@ def hole_tiles(task: HopperTask) -> list[tuple[HopperTask, float]]:
                                  q_target=(x0 + d,) + tuple(task.q_target[1:])), d) for k in counts]
 
 
-def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSchedule = ScaleSchedule(), *,
-                           progress: Progress | None = None, **option_overrides) -> Plan:
-    """Solve `task` by the three stages of this module; returns the last step's `Plan`.
+@dataclass
+class ScaleResult:
+    """What `solve_by_terrain_scale` reached.
 
-    plan.homotopy holds every NLP of every stage, each entry with a "stage" key ("tiles 1, 2 of
-    3", "scale 0.45 (margin 0.05 m)", ...); plan.cpu_s is the CPU time of all of them. plan.converged is the final step's
-    (at scale 1, with the task's own holes). option_overrides go to both option sets (e.g.
-    linear_solver). Stops at the first step that fails even after `max_halvings` midpoints.
+    plan: the last converged plan (the failed tile's if no tile converged); its homotopy log
+        holds every NLP of every stage (each entry with a "stage" key) and its cpu_s their sum.
+    task: the (scaled) task `plan` solves; scale, margin: where that task stands (1.0 and 0.0:
+        the task asked for). converged: the task asked for was solved (then task is that task).
+    stages: one dict per solve: stage, converged, complementarity, cost, cpu_s, nlps.
+    """
+
+    plan: Plan
+    task: HopperTask
+    scale: float
+    margin: float
+    converged: bool
+    stages: list[dict]
+
+
+def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSchedule = ScaleSchedule(), *,
+                           progress: Progress | None = None, save_dir: Path | str | None = None,
+                           **option_overrides) -> ScaleResult:
+    """Solve `task` by the three stages of this module (see the module docstring).
+
+    option_overrides go to both option sets (e.g. linear_solver). Stops at the first step
+    that fails even after `max_halvings` midpoints and returns the last converged plan.
+    save_dir: if set, every converged scale step is written there as scale_<s>_margin_<m>.npz
+    (`Plan.save_npz`, with the primal vector w for a warm start).
     """
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     tile_opts = hopper_options(**dict(schedule.tile_options, **option_overrides))
     step_opts = hopper_options(**dict(schedule.step_options, **option_overrides))
     log: list[dict] = []
+    stages: list[dict] = []
     cpu = 0.0
 
     def run(stage: str, t: HopperTask, options, w_start=None) -> Plan:
@@ -119,9 +141,21 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
         plan = solve_plan(hopper_holes_ocp(t), options, progress=say, w_start=w_start)
         cpu += plan.cpu_s
         log.extend(dict(entry, stage=stage) for entry in plan.homotopy)
+        stages.append({"stage": stage, "converged": bool(plan.converged), "complementarity": float(plan.complementarity),
+                       "cost": float(plan.cost), "cpu_s": round(float(plan.cpu_s), 2), "nlps": len(plan.homotopy)})
         say(f"[scale] {stage}: {'converged' if plan.converged else 'NOT converged'} "
             f"(comp {plan.complementarity:.2e}, cost {plan.cost:.3f}, {plan.cpu_s:.0f} s CPU)")
         return plan
+
+    def finish(plan: Plan, solved: HopperTask, where: tuple[float, float], failure: str | None) -> ScaleResult:
+        plan.homotopy, plan.cpu_s = log, cpu
+        done = failure is None
+        plan.converged = plan.converged and done
+        if not done:
+            say(f"[scale] stopped: {failure}; returning the plan of scale {where[0]:.4g} (margin {where[1]:.3g} m)")
+        say(f"[scale] {len(log)} NLPs, {cpu:.0f} s CPU, {time.perf_counter() - t_start:.0f} s wall")
+        return ScaleResult(plan=plan, task=solved, scale=where[0], margin=where[1], converged=plan.converged,
+                           stages=stages)
 
     # 1. tiles (identical tiles are solved once)
     first = scaled_task(task, schedule.scales[0], schedule.margin)
@@ -133,7 +167,8 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
             which = [str(i + 1) for i, (t, _) in enumerate(tiles) if t.n_intervals == n]
             solved[n] = run(f"tile{'s' if len(which) > 1 else ''} {', '.join(which)} of {len(tiles)}", tile, tile_opts)
             if not solved[n].converged:
-                return _finish(solved[n], log, cpu, t_start, say, f"the tile of N = {n} did not converge")
+                return finish(solved[n], tile, (schedule.scales[0], schedule.margin),
+                              f"the tile of N = {n} did not converge")
 
     # 2. lay them end to end: foot x, clock and cost continue from the tile before
     ocp_system = hopper_holes_ocp(first).system
@@ -147,33 +182,28 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
         offset[ocp_system.index_ell] += plan.cost
     w = tile_primal(parts)
 
-    # 3. grow the terrain; a failed step is retried at the midpoint from the last solution
+    # 3. grow the terrain; a failed step is retried from the midpoint of the last solved scale
     points = [(s, schedule.margin) for s in schedule.scales] + [(1.0, 0.0)]
     done = (0.0, schedule.margin)  # scale 0: nothing solved on the three-hole task yet
+    best: Plan | None = None
     for point in points:
         target, retries = point, 0
         while True:
             plan = run(f"scale {target[0]:.4g} (margin {target[1]:.3g} m)", scaled_task(task, *target), step_opts,
                        w_start=w)
             if plan.converged:
-                w, done = plan.w, target
+                w, done, best = plan.w, target, plan
+                if save_dir is not None:
+                    Path(save_dir).mkdir(parents=True, exist_ok=True)
+                    plan.save_npz(Path(save_dir) / f"scale_{target[0]:.4g}_margin_{target[1]:.3g}.npz")
                 if target == point:
                     break
                 target = point  # the midpoint solved: try the scheduled point again from there
                 continue
-            if retries == schedule.max_halvings or done[0] == 0.0:
-                return _finish(plan, log, cpu, t_start, say, f"step to scale {target[0]:.4g} failed")
+            if retries == schedule.max_halvings or best is None:
+                where = done if best is not None else target
+                return finish(best or plan, scaled_task(task, *where), where, f"step to scale {target[0]:.4g} failed")
             retries += 1
             target = ((done[0] + target[0]) / 2, (done[1] + target[1]) / 2)
             say(f"[scale] retrying at the midpoint {target[0]:.4g} (margin {target[1]:.3g} m)")
-    return _finish(plan, log, cpu, t_start, say, None)
-
-
-def _finish(plan: Plan, log: list[dict], cpu: float, t_start: float, say: Progress, failure: str | None) -> Plan:
-    plan.homotopy = log
-    plan.cpu_s = cpu
-    if failure is not None:
-        plan.converged = False
-        say(f"[scale] stopped: {failure}")
-    say(f"[scale] {len(log)} NLPs, {cpu:.0f} s CPU, {time.perf_counter() - t_start:.0f} s wall")
-    return plan
+    return finish(best, task, (1.0, 0.0), None)
