@@ -12,7 +12,8 @@ homotopy (`solve_plan`), no contact sequence or timing given to any of them:
    task's starting point, with each tile's foot x, clock and cost shifted by the tiles before.
 3. The three-hole task, grown through `scales` (holes, their spacing and the target scaled
    about the start x), is re-solved from the last solution at each scale, sigma from
-   `sigma_restart` down to `comp_tol`; a last step removes the margin (the issue's holes).
+   `step_options`' sigma_0 (1e-2) down to comp_tol (1e-6, the issue's figure); a last step
+   removes the margin (the issue's holes).
    A step that fails is retried from the midpoint (at most `max_halvings` midpoints per
    scheduled scale).
 
