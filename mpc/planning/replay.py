@@ -97,8 +97,8 @@ def replay_open_loop(model: RobotModel, t_grid: np.ndarray, u: np.ndarray, q0: n
         t_eval = np.linspace(t_grid[k], t_grid[k + 1], samples_per_interval + 1)[1:]
         sol = solve_ivp(rhs, (t_grid[k], t_grid[k + 1]), x, method="LSODA", t_eval=t_eval, events=fallen,
                         rtol=1e-7, atol=1e-9, max_step=2e-3)
-        ts.extend(sol.t.tolist())
-        xs.extend(sol.y.T.tolist())
+        ts.extend(np.asarray(sol.t).tolist())  # scipy returns a list when the integration fails
+        xs.extend(np.asarray(sol.y).reshape(x.size, -1).T.tolist())
         if sol.status == 1 and sol.t_events[0].size:
             fell, t_fall = True, float(sol.t_events[0][0])
             ts.append(t_fall)

@@ -151,18 +151,24 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: s
         from .replay import replay_open_loop
 
         say("[plan] open-loop replay of the torques on a compliant-contact model of the hopper")
-        rep = replay_open_loop(model, plan.t_grid, plan.u, np.asarray(task.q0, dtype=float), np.zeros(model.nv),
-                               q_plan=plan.q_grid)  # task.q0: the robot's q (ocp.q0 may be foot coordinates)
-        rep_levels = np.array(task.terrain.levels(rep.foot[:, 0], rep.foot[:, 1]))
-        inside = np.flatnonzero(rep_levels.min(axis=0) < 1.0 - HOLE_TOL) if rep_levels.size else np.array([], int)
-        t_in = float(rep.t[inside[0]]) if inside.size else float("nan")
-        x_ok = rep.q[: inside[0] + 1, 0].max() if inside.size else rep.q[:, 0].max()
-        cleared = int(sum(1 for xc in task.terrain.centers if x_ok >= xc + task.terrain.semi_x))
-        out["replay"] = {
-            "final_q": rep.final_q.tolist(), "fell": bool(rep.fell), "t_fall": rep.t_fall,
-            "t_end": float(rep.t[-1]), "foot_in_hole": bool(inside.size > 0), "t_first_in_hole": t_in,
-            "holes_cleared": cleared, "max_tracking_error": rep.max_tracking_error.tolist(),
-        }
+        try:
+            rep = replay_open_loop(model, plan.t_grid, plan.u, np.asarray(task.q0, dtype=float), np.zeros(model.nv),
+                                   q_plan=plan.q_grid)  # task.q0: the robot's q (ocp.q0 may be foot coordinates)
+        except RuntimeError as err:  # a failed replay must not lose the plan and its summary
+            say(f"[plan] open-loop replay failed: {err}")
+            out["replay"] = {"error": str(err)}
+            rep = None
+        if rep is not None:
+            rep_levels = np.array(task.terrain.levels(rep.foot[:, 0], rep.foot[:, 1]))
+            inside = np.flatnonzero(rep_levels.min(axis=0) < 1.0 - HOLE_TOL) if rep_levels.size else np.array([], int)
+            t_in = float(rep.t[inside[0]]) if inside.size else float("nan")
+            x_ok = rep.q[: inside[0] + 1, 0].max() if inside.size else rep.q[:, 0].max()
+            cleared = int(sum(1 for xc in task.terrain.centers if x_ok >= xc + task.terrain.semi_x))
+            out["replay"] = {
+                "final_q": rep.final_q.tolist(), "fell": bool(rep.fell), "t_fall": rep.t_fall,
+                "t_end": float(rep.t[-1]), "foot_in_hole": bool(inside.size > 0), "t_first_in_hole": t_in,
+                "holes_cleared": cleared, "max_tracking_error": rep.max_tracking_error.tolist(),
+            }
     files = [
         plot_frames(model, plan, folder / "frames.png", hole_centers=task.terrain.centers, semi_x=task.terrain.semi_x,
                     semi_z=task.terrain.semi_z, replay=rep),
