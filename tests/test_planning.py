@@ -294,16 +294,22 @@ def test_polish_rounds_repair_an_early_active_set(example5):
         PlannerOptions(polish_rounds=0)
 
 
+def _nlp_problem(ocp, options):
+    """nosnoc's NLP of an OCP as solve_plan builds it (variables, bounds, index sets), unsolved."""
+    from mpc.planning.solve import _HomotopySolver, _nosnoc_description
+
+    model, nocp, opts = _nosnoc_description(ocp, options)
+    return _HomotopySolver(opts, model, nocp, ocp, options, None).problem
+
+
 def test_h_max_sets_the_element_length_bound():
     """h_max replaces nosnoc's (1 + gamma_h) h0 bound on every finite element length."""
     from mpc.planning.particle import particle_ocp, particle_options
-    from mpc.planning.solve import _HomotopySolver, _nosnoc_description
 
     ocp = particle_ocp()
     for h_max, factor in ((None, 2.0), (3.0, 3.0)):
         options = particle_options(h_max=h_max)
-        model, nocp, opts = _nosnoc_description(ocp, options)
-        prob = _HomotopySolver(opts, model, nocp, ocp, options, None).problem
+        prob = _nlp_problem(ocp, options)
         ih = np.asarray(prob.ind_h, dtype=int)
         h0 = ocp.horizon / (ocp.n_intervals * options.n_fe)  # the numerical horizon is T here
         np.testing.assert_allclose(prob.ubw[ih], factor * h0)
@@ -314,10 +320,7 @@ def test_h_max_sets_the_element_length_bound():
 
 def _nlp_names(ocp, options):
     """Names of nosnoc's NLP variables (e.g. 'X_3_0_1_2': interval 3 first), in primal order."""
-    from mpc.planning.solve import _HomotopySolver, _nosnoc_description
-
-    model, nocp, opts = _nosnoc_description(ocp, options)
-    w = _HomotopySolver(opts, model, nocp, ocp, options, None).problem.w
+    w = _nlp_problem(ocp, options).w
     return [str(w[i]) for i in range(w.numel())]
 
 

@@ -104,7 +104,7 @@ class ScaleResult:
     plan: the last converged plan (the failed tile's if no tile converged); its homotopy log
         holds every NLP of every stage (each entry with a "stage" key) and its cpu_s their sum.
     task: the (scaled) task `plan` solves; scale, margin: where that task stands (1.0 and 0.0:
-        the task asked for). converged: the task asked for was solved (then task is that task).
+        the task asked for). converged (= plan.converged): the task asked for was solved.
     stages: one dict per solve: stage, converged, complementarity, cost, cpu_s, nlps.
     """
 
@@ -112,8 +112,12 @@ class ScaleResult:
     task: HopperTask
     scale: float
     margin: float
-    converged: bool
     stages: list[dict]
+
+    @property
+    def converged(self) -> bool:
+        """True when the task asked for (scale 1, no margin) was solved."""
+        return bool(self.plan.converged)
 
 
 def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSchedule = ScaleSchedule(), *,
@@ -155,8 +159,7 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
         if not done:
             say(f"[scale] stopped: {failure}; returning the plan of scale {where[0]:.4g} (margin {where[1]:.3g} m)")
         say(f"[scale] {len(log)} NLPs, {cpu:.0f} s CPU, {time.perf_counter() - t_start:.0f} s wall")
-        return ScaleResult(plan=plan, task=solved, scale=where[0], margin=where[1], converged=plan.converged,
-                           stages=stages)
+        return ScaleResult(plan=plan, task=solved, scale=where[0], margin=where[1], stages=stages)
 
     # 1. tiles (identical tiles are solved once)
     first = scaled_task(task, schedule.scales[0], schedule.margin)
