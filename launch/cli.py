@@ -142,7 +142,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.linear_solver is not None:
         overrides["linear_solver"] = args.linear_solver
     result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, strategy=args.strategy,
-                          **overrides)
+                          hole_semi_axis=args.hole_semi_axis, **overrides)
     _print_result(result, args.json)
     return 0
 
@@ -209,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=("scale", "sigma"), default="scale",
                    help="hopper-holes: 'scale' grows the terrain from one-hole hops (default); "
                         "'sigma' runs the sigma homotopy on the full task from the trivial guess")
+    p.add_argument("--hole-semi-axis", type=float, default=None, metavar="M",
+                   help="hopper-holes: the holes' horizontal semi-axis in m (default 0.25: 0.5 m wide holes, "
+                        "as DESIGN.md and the authors' script; 0.5: the paper's a_k as a semi-axis, holes that touch)")
     p.set_defaults(func=cmd_plan)
     return parser
 

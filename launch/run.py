@@ -142,7 +142,12 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "run_dir": str(folder),
     }
     if scenario.controller == "mpc" and scenario.controller_options.get("plan") and scenario.robot == "hopper":
-        summary.update(holes_metrics(folder, model))
+        from mpc.planning.hopper_holes import terrain_from_plan
+
+        try:  # the holes are the plan's own (a plan file too old to say which: reported, the run kept)
+            summary.update(holes_metrics(folder, model, terrain_from_plan(scenario.controller_options["plan"])))
+        except ValueError as err:
+            summary["holes_error"] = str(err)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))
     write_plots(folder)
     return summary

@@ -124,17 +124,15 @@ def touchdown_replanning(folder: Path, scenario) -> dict | None:
     return out
 
 
-def holes_metrics(folder: Path, model) -> dict:
-    """For the hopper-holes task (holes of mpc.planning.hopper_holes.HoleTerrain; the plant's
-    ground is flat): the foot falls into a hole when it is in contact with the ground with its
-    centre over the hole's opening by more than the foot radius (|x - xc| < semi_x - r_foot;
-    the ridges between holes are points, so a foot resting on one straddles the edge).
+def holes_metrics(folder: Path, model, terrain) -> dict:
+    """For the hopper-holes task (the holes of the tracked plan, a
+    mpc.planning.hopper_holes.HoleTerrain; the plant's ground is flat): the foot falls into a
+    hole when it is in contact with the ground with its centre over the hole's opening by more
+    than the foot radius (|x - xc| < semi_x - r_foot: a foot resting on an edge straddles it).
     Returns holes passed before the first such contact, whether one happened, and the smallest
     ellipse level of the foot point over the run (the planner's stricter keep-out, >= 1 outside)."""
-    from mpc.planning.hopper_holes import HoleTerrain
     from robots import numeric
 
-    terrain = HoleTerrain()
     traj = trajectory(folder)
     fns = numeric(model, verbose=False)
     foot = np.array([fns.contact_points(q)[0] for q in traj["q"]])

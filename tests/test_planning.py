@@ -369,7 +369,8 @@ def test_terrain_scale_tasks():
     from mpc.planning.hopper_holes import HoleTerrain, HopperTask
     from mpc.planning.terrain_scale import ScaleSchedule, hole_tiles, scaled_task
 
-    small = scaled_task(HopperTask(), 0.4, 0.05)
+    assert HopperTask().terrain.semi_x == 0.25  # holes 0.5 m wide (DESIGN.md section 4)
+    small = scaled_task(HopperTask(terrain=HoleTerrain(semi_x=0.5)), 0.4, 0.05)
     assert small.terrain.centers == pytest.approx((0.2, 0.6, 1.0))
     assert small.terrain.semi_x == pytest.approx(0.15) and small.terrain.semi_z == 0.1
     assert small.q_target == pytest.approx((1.2, 0.4, 0.0, 0.0))
@@ -383,7 +384,11 @@ def test_terrain_scale_tasks():
     with pytest.raises(ValueError, match="equally spaced"):
         hole_tiles(HopperTask(terrain=HoleTerrain(centers=(0.5, 1.0, 2.5))))
     with pytest.raises(ValueError, match="no hole"):
-        scaled_task(HopperTask(), 0.05, 0.05)
+        scaled_task(HopperTask(), 0.2, 0.05)
+    with pytest.raises(ValueError, match="path_semi_x"):
+        ScaleSchedule(path_semi_x=0.0)
+    with pytest.raises(ValueError, match="hopper-holes only"):
+        run_scenario("particle", hole_semi_axis=0.5)
     with pytest.raises(ValueError, match="scales"):
         ScaleSchedule(scales=(0.5, 0.4, 1.0))
     with pytest.raises(ValueError, match="strategy"):
@@ -407,8 +412,9 @@ def test_terrain_scale_retries_from_midpoints_and_returns_the_last_converged_sca
     from types import SimpleNamespace
 
     from mpc.planning import terrain_scale as ts
-    from mpc.planning.hopper_holes import HopperTask
+    from mpc.planning.hopper_holes import HoleTerrain, HopperTask
 
+    wide = HopperTask(terrain=HoleTerrain(semi_x=0.5))  # the path's own holes: no narrowing stage
     system = SimpleNamespace(x=ca.SX.sym("x", 10), index_t=8, index_ell=9)
     monkeypatch.setattr(ts, "hopper_holes_ocp", lambda task: SimpleNamespace(task=task, system=system))
     monkeypatch.setattr(ts, "tile_primal", lambda parts: np.array([0.0]))  # scale 0: the tiles
@@ -420,7 +426,7 @@ def test_terrain_scale_retries_from_midpoints_and_returns_the_last_converged_sca
             return SimpleNamespace(converged=ok, complementarity=1e-7, cost=scale, cpu_s=1.0,
                                    homotopy=[{"sigma": 1e-2}], w=np.array([scale]))
         monkeypatch.setattr(ts, "solve_plan", fake_solve)
-        return ts.solve_by_terrain_scale(HopperTask())
+        return ts.solve_by_terrain_scale(wide)
 
     # every step beyond scale 0.6 fails: 0.65, then the midpoints 0.625 and 0.6125
     res = run(lambda scale, start: scale <= 0.6 + 1e-9)
@@ -430,7 +436,63 @@ def test_terrain_scale_retries_from_midpoints_and_returns_the_last_converged_sca
     assert len(res.plan.homotopy) == len(res.stages) == 2 + 5 + 3 and res.plan.cpu_s == pytest.approx(10.0)
     # the step 0.6 -> 0.65 is too long, 0.625 -> 0.65 is not: one midpoint, then on to scale 1
     res = run(lambda scale, start: not (start == pytest.approx(0.6) and scale == pytest.approx(0.65)))
-    assert res.converged and res.scale == 1.0 and res.margin == 0.0 and res.task == HopperTask()
+    assert res.converged and res.scale == 1.0 and res.margin == 0.0 and res.task == wide
     names = [s["stage"] for s in res.stages]
-    assert names[names.index("scale 0.625 (margin 0.05 m)") + 1] == "scale 0.65 (margin 0.05 m)"
-    assert names[-1] == "scale 1 (margin 0 m)"
+    assert names[names.index("scale 0.625 (semi-axis 0.2625 m)") + 1] == "scale 0.65 (semi-axis 0.275 m)"
+    assert names[-1] == "scale 1 (semi-axis 0.5 m)"
+
+
+def test_terrain_scale_narrows_wide_path_holes_to_the_tasks(monkeypatch):
+    """Narrower holes than the path's: stages 1-3 grow the path's holes (semi-axis 0.5 m at
+    scale 1) until a step fails for good, then the task's holes take over at the last converged
+    scale (solves replaced by a rule on the task, as above)."""
+    from types import SimpleNamespace
+
+    from mpc.planning import terrain_scale as ts
+    from mpc.planning.hopper_holes import HopperTask
+
+    system = SimpleNamespace(x=ca.SX.sym("x", 10), index_t=8, index_ell=9)
+    monkeypatch.setattr(ts, "hopper_holes_ocp", lambda task: SimpleNamespace(task=task, system=system))
+    monkeypatch.setattr(ts, "tile_primal", lambda parts: np.array([0.0]))
+    task = HopperTask()  # holes of semi-axis 0.25 m
+
+    def run(rule):
+        def fake_solve(ocp, options, progress=None, w_start=None):
+            scale = ocp.task.q_target[0] / 3.0
+            on_path = ocp.task.terrain.semi_x / scale > 0.3  # path: 0.5 - 0.05 / scale; task: 0.25
+            ok = ocp.task.n_intervals < 20 or rule(scale, on_path)
+            return SimpleNamespace(converged=ok, complementarity=1e-7, cost=scale, cpu_s=1.0,
+                                   homotopy=[{"sigma": 1e-2}], w=np.array([scale]))
+        monkeypatch.setattr(ts, "solve_plan", fake_solve)
+        return ts.solve_by_terrain_scale(task)
+
+    # the path's holes go to 0.9 (0.95 and its midpoints 0.925, 0.9125 fail); the task's to 1
+    res = run(lambda scale, on_path: not on_path or scale <= 0.9 + 1e-9)
+    names = [s["stage"] for s in res.stages]
+    assert names[2] == "scale 0.4 (semi-axis 0.15 m)"  # tiles and growth on the path's holes
+    assert names[-6:] == ["scale 0.95 (semi-axis 0.425 m)", "scale 0.925 (semi-axis 0.4125 m)",
+                          "scale 0.9125 (semi-axis 0.4063 m)", "scale 0.9 (semi-axis 0.225 m)",
+                          "scale 0.95 (semi-axis 0.2375 m)", "scale 1 (semi-axis 0.25 m)"]
+    assert res.converged and res.task == task and (res.scale, res.margin) == (1.0, 0.0)
+    # the task's holes fail beyond 0.95: midpoints between the task's own scales, then the stop
+    res = run(lambda scale, on_path: scale <= (0.9 if on_path else 0.95) + 1e-9)
+    assert [s["stage"] for s in res.stages[-3:]] == [
+        "scale 1 (semi-axis 0.25 m)", "scale 0.975 (semi-axis 0.2437 m)", "scale 0.9625 (semi-axis 0.2406 m)"]
+    assert not res.converged and res.scale == pytest.approx(0.95) and res.margin == 0.0
+    assert res.task.terrain.semi_x == pytest.approx(0.2375) and res.task.q_target[0] == pytest.approx(2.85)
+    # the narrowed holes fail at once: no midpoint towards the path's holes; the path's plan is returned
+    res = run(lambda scale, on_path: on_path and scale <= 0.9 + 1e-9)
+    assert res.stages[-1]["stage"] == "scale 0.9 (semi-axis 0.225 m)" and not res.converged
+    assert res.task.terrain.semi_x == pytest.approx(0.4) and res.scale == pytest.approx(0.9)
+
+
+def test_plan_files_carry_their_terrain(tmp_path):
+    """plan.npz keeps the holes it avoids, so that the closed-loop run judges the right ones."""
+    from mpc.planning.hopper_holes import HoleTerrain, terrain_arrays, terrain_from_plan
+
+    terrain = HoleTerrain(centers=(0.2, 0.6), semi_x=0.15, semi_z=0.08)
+    np.savez(tmp_path / "plan.npz", t=np.zeros(2), **terrain_arrays(terrain))
+    assert terrain_from_plan(tmp_path / "plan.npz") == terrain
+    np.savez(tmp_path / "old.npz", t=np.zeros(2))
+    with pytest.raises(ValueError, match="make it again"):
+        terrain_from_plan(tmp_path / "old.npz")

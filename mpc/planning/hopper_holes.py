@@ -10,9 +10,13 @@ u^T u, |u| <= 60 N m, with the state/kinematic bounds of the paper:
     p_knee,z >= 0.05                        -0.005 <= p_foot,z <= 0.2
 
 and the foot outside three ellipses centred on the ground at x = 0.5, 1.5, 2.5 m with
-semi-axes 0.5 m (horizontal) and 0.1 m (vertical):
-((p_foot,x - x_c) / 0.5)^2 + (p_foot,z / 0.1)^2 >= 1. With these semi-axes the holes fill
-[0, 3] and touch at x = 1 and 2, so the foot can stand on the ground only at x = 0, 1, 2, 3.
+semi-axes a (horizontal) and 0.1 m (vertical): ((p_foot,x - x_c) / a)^2 + (p_foot,z / 0.1)^2 >= 1.
+a = 0.25 m by default: holes 0.5 m wide, as DESIGN.md section 4 ("width 0.5 m") and the
+authors' script for this example (semi-axis = width / 2) have them, with 0.5 m of ground
+between them. The paper's text also uses its a_k = 0.5 ("width of the hole") as the semi-axis;
+with a = 0.5 (`HoleTerrain(semi_x=0.5)`, `plan hopper-holes --hole-semi-axis 0.5`) the holes
+fill [0, 3] and touch at x = 1 and 2, so the foot can stand only at x = 0, 1, 2, 3
+(docs/PLANNING.md, "The hole geometry").
 Contact: time-freezing with a_n = 200, mu = 0.8 (the robot's own value).
 """
 from __future__ import annotations
@@ -33,10 +37,11 @@ A_N = 200.0  # auxiliary dynamics constant (Sec. 6)
 
 @dataclass(frozen=True)
 class HoleTerrain:
-    """Elliptic keep-out regions for the foot, centred on the ground (m)."""
+    """Elliptic keep-out regions for the foot, centred on the ground (m). semi_x 0.25: holes
+    0.5 m wide (see the module docstring for the paper's other reading, 0.5)."""
 
     centers: tuple[float, ...] = (0.5, 1.5, 2.5)
-    semi_x: float = 0.5
+    semi_x: float = 0.25
     semi_z: float = 0.1
 
     def __post_init__(self) -> None:
@@ -46,6 +51,23 @@ class HoleTerrain:
     def levels(self, px, pz):
         """Ellipse level ((px - xc)/a)^2 + (pz/b)^2 per hole (>= 1 outside); numpy or SX inputs."""
         return [((px - xc) / self.semi_x) ** 2 + (pz / self.semi_z) ** 2 for xc in self.centers]
+
+
+def terrain_arrays(terrain: HoleTerrain) -> dict[str, np.ndarray]:
+    """The terrain as named arrays (hole_centers, hole_semi_x, hole_semi_z; m) for a plan file."""
+    return {"hole_centers": np.asarray(terrain.centers, dtype=float), "hole_semi_x": np.float64(terrain.semi_x),
+            "hole_semi_z": np.float64(terrain.semi_z)}
+
+
+def terrain_from_plan(path) -> HoleTerrain:
+    """The terrain a plan file (plan.npz of `python -m launch plan hopper-holes`) avoids; raises
+    ValueError for a file written before plan files carried it."""
+    with np.load(path) as d:
+        if "hole_semi_x" not in d:
+            raise ValueError(f"plan {path!s} does not say which holes it avoids (written before plan files "
+                             "carried hole_centers/hole_semi_x); make it again with `python -m launch plan hopper-holes`")
+        return HoleTerrain(centers=tuple(float(c) for c in d["hole_centers"]), semi_x=float(d["hole_semi_x"]),
+                           semi_z=float(d["hole_semi_z"]))
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ def _pyplot():
     return plt
 
 
-def plot_frames(model: RobotModel, plan: Plan, path, *, hole_centers=(), semi_x: float = 0.5, semi_z: float = 0.1,
-                every: int = 1, replay=None) -> Path:
+def plot_frames(model: RobotModel, plan: Plan, path, *, terrain=None, every: int = 1, replay=None) -> Path:
     """Strip of robot frames at the control nodes over the terrain with its holes (Fig. 7).
 
-    `every` keeps one frame in `every` nodes; `replay` (a ReplayResult) adds its foot path.
+    `terrain` (a hopper_holes.HoleTerrain, or None for flat ground) draws its holes; `every`
+    keeps one frame in `every` nodes; `replay` (a ReplayResult) adds its foot path.
     Writes `path` (PNG) and returns it.
     """
     plt = _pyplot()
@@ -38,6 +38,8 @@ def plot_frames(model: RobotModel, plan: Plan, path, *, hole_centers=(), semi_x:
     ax.fill_between([x_lo, x_hi], [-0.12, -0.12], [0, 0], color="0.85", zorder=0)
     ax.plot([x_lo, x_hi], [0, 0], color="0.3", lw=1.5, zorder=1)
     th = np.linspace(np.pi, 2 * np.pi, 80)
+    hole_centers = () if terrain is None else terrain.centers
+    semi_x, semi_z = (0.0, 0.0) if terrain is None else (terrain.semi_x, terrain.semi_z)
     for i, xc in enumerate(hole_centers):
         ax.fill(xc + semi_x * np.cos(th), semi_z * np.sin(th), color="white", zorder=2,
                 label="hole (keep-out ellipse)" if i == 0 else None)

@@ -3,7 +3,8 @@
     run_scenario("hopper-holes", out_dir=Path("runs/plans"))  -> summary dict (JSON-ready)
 
 Files written into `out_dir/<name>/`: plan.npz (physical time grid t_grid, q_grid, v_grid, u,
-plus the dense points t, q, v, and the NLP's primal vector w), frames.png (Fig. 7), torques.png
+plus the dense points t, q, v, the NLP's primal vector w and, for hopper-holes, the holes it
+avoids: hole_centers, hole_semi_x, hole_semi_z), frames.png (Fig. 7), torques.png
 (Fig. 8), clock.png, summary.json and, for hopper-holes with the "scale" strategy, one NPZ per
 converged scale step in scale_steps/.
 """
@@ -20,7 +21,7 @@ import numpy as np
 
 from robots import get_robot
 
-from .hopper_holes import HopperTask, hopper_holes_ocp, hopper_options
+from .hopper_holes import HoleTerrain, HopperTask, hopper_holes_ocp, hopper_options, terrain_arrays
 from .particle import particle_ocp, particle_options
 from .solve import Plan, solve_plan
 
@@ -42,18 +43,24 @@ def count_touchdowns(gap: np.ndarray, *, eps: float = CONTACT_EPS) -> int:
 
 
 def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progress: Callable[[str], None] | None = None,
-                 replay: bool = True, strategy: str = "scale", **option_overrides) -> dict:
+                 replay: bool = True, strategy: str = "scale", hole_semi_axis: float | None = None,
+                 **option_overrides) -> dict:
     """Solve the named scenario, write its files under out_dir/<name>/ and return the summary.
 
     strategy (hopper-holes only): "scale", the terrain-scale continuation of
     `terrain_scale.solve_by_terrain_scale` (default), or "sigma", the plain sigma homotopy on
-    the full task from the trivial guess. option_overrides go to `PlannerOptions` (e.g.
-    max_homotopy=6). Raises ValueError for an unknown name or strategy.
+    the full task from the trivial guess. hole_semi_axis (hopper-holes only, m): the holes'
+    horizontal semi-axis (default `HoleTerrain`'s 0.25; 0.5 is the paper's other reading).
+    option_overrides go to `PlannerOptions` (e.g. max_homotopy=6). Raises ValueError for an
+    unknown name or strategy, or a hole semi-axis given to another scenario.
     """
     if name not in SCENARIOS:
         raise ValueError(f"unknown plan scenario {name!r}; available: {', '.join(SCENARIOS)}")
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown plan strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+    if hole_semi_axis is not None and name != "hopper-holes":
+        raise ValueError(f"hole_semi_axis (--hole-semi-axis) is for hopper-holes only, not {name!r}")
+    terrain = HoleTerrain() if hole_semi_axis is None else HoleTerrain(semi_x=hole_semi_axis)
     say = progress or stderr_progress
     folder = Path(out_dir) / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -61,7 +68,8 @@ def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progres
     if name == "particle":
         summary = _run_particle(folder, say, option_overrides)
     else:
-        summary = _run_hopper(folder, say, option_overrides, replay=replay, strategy=strategy)
+        summary = _run_hopper(folder, say, option_overrides, replay=replay, strategy=strategy,
+                              task=HopperTask(terrain=terrain))
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary = _json_ready(summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -108,12 +116,12 @@ def _run_particle(folder: Path, say, overrides: dict) -> dict:
     return out
 
 
-def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: str) -> dict:
+def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: str, task: HopperTask) -> dict:
     from .plots import plot_clock, plot_frames, plot_torques
     from .terrain_scale import solve_by_terrain_scale
 
     model = get_robot("hopper")
-    asked = HopperTask()
+    asked = task
     scale_info = {}
     if strategy == "scale":
         result = solve_by_terrain_scale(asked, progress=say, save_dir=folder / "scale_steps", **overrides)
@@ -122,7 +130,7 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: s
     else:
         task = asked
         plan = solve_plan(hopper_holes_ocp(task, model), hopper_options(**overrides), progress=say)
-    plan.save_npz(folder / "plan.npz")
+    plan.save_npz(folder / "plan.npz", **terrain_arrays(task.terrain))
     foot_fn = ca.Function("foot", [model.q], [model.contacts[0].point])
     foot = np.array([np.asarray(foot_fn(q)).ravel() for q in plan.q])
     # physical-time order is the discretization order (the clock never runs backwards)
@@ -170,8 +178,7 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: s
                 "holes_cleared": cleared, "max_tracking_error": rep.max_tracking_error.tolist(),
             }
     files = [
-        plot_frames(model, plan, folder / "frames.png", hole_centers=task.terrain.centers, semi_x=task.terrain.semi_x,
-                    semi_z=task.terrain.semi_z, replay=rep),
+        plot_frames(model, plan, folder / "frames.png", terrain=task.terrain, replay=rep),
         plot_torques(plan, folder / "torques.png", names=model.u_names, u_max=task.u_max),
         plot_clock(plan, folder / "clock.png"),
     ]

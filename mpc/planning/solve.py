@@ -84,14 +84,15 @@ class Plan:
         """Clock value at the end of the numerical horizon, s."""
         return float(self.t[-1])
 
-    def save_npz(self, path) -> None:
+    def save_npz(self, path, **extra) -> None:
         """Write the plan (physical time grid, q, v, u, the dense points, and the NLP's primal
-        vector w with its state_index, for a later warm start) to an NPZ file."""
+        vector w with its state_index, for a later warm start) to an NPZ file; `extra` arrays
+        (e.g. the terrain the plan avoids) are stored beside them under their own names."""
         np.savez(
             path, name=self.name, t_grid=self.t_grid, q_grid=self.q_grid, v_grid=self.v_grid, u=self.u,
             s=self.s, t=self.t, tau=self.tau, q=self.q, v=self.v, mode=self.mode, interval=self.interval,
             complementarity=self.complementarity, converged=self.converged, cost=self.cost,
-            w=self.w, state_index=self.state_index,
+            w=self.w, state_index=self.state_index, **extra,
         )
 
 

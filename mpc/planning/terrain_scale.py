@@ -16,6 +16,11 @@ homotopy (`solve_plan`), no contact sequence or timing given to any of them:
    removes the margin (the issue's holes).
    A step that fails is retried from the midpoint (at most `max_halvings` midpoints per
    scheduled scale).
+4. Narrowed (only when the task's holes are narrower than `path_semi_x`, e.g. the authors'
+   holes of semi-axis 0.25 m): stages 1-3 run on the path's wide holes (semi-axis
+   `path_semi_x`, which give the tiles a clear hop) until they reach scale 1 or a step fails
+   for good. Then the task's own holes replace them at the last converged scale (the plan is
+   already outside them, as they are narrower), and the growth goes on to scale 1 with them.
 
     result = solve_by_terrain_scale(HopperTask(), progress=print)  # result.plan, result.scale, ...
 """
@@ -29,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from .hopper_holes import HopperTask, hopper_holes_ocp, hopper_options
+from .hopper_holes import HopperTask, hopper_holes_ocp, hopper_options, terrain_arrays
 from .solve import Plan, solve_plan, tile_primal
 
 Progress = Callable[[str], None]
@@ -41,11 +46,14 @@ class ScaleSchedule:
     hole's horizontal semi-axis is narrowed until the final step (which uses the task's holes);
     tile_options / step_options: `hopper_options` overrides for the tiles (from the straight-line
     guess) and for the steps (from the previous solution, sigma starting at sigma_0; a step ends
-    at its first failed NLP, so that a step too long is soon retried shorter)."""
+    at its first failed NLP, so that a step too long is soon retried shorter).
+    path_semi_x: horizontal semi-axis (m, at scale 1) of the holes stages 1-3 grow when the
+    task's own are narrower (stage 4 of the module docstring); the paper's a_k = 0.5."""
 
     scales: tuple[float, ...] = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
     margin: float = 0.05
     max_halvings: int = 2
+    path_semi_x: float = 0.5
     tile_options: tuple[tuple[str, object], ...] = (
         ("init", "interpolate"), ("sigma_0", 10.0), ("homotopy_slope", 0.5), ("superlinear", False),
         ("first_nlp_max_iter", None), ("ipopt_max_iter", 1500), ("max_homotopy", 25), ("comp_tol", 1e-6))
@@ -59,6 +67,8 @@ class ScaleSchedule:
             raise ValueError(f"ScaleSchedule.scales must increase from > 0 to exactly 1.0, got {self.scales}")
         if self.margin < 0:
             raise ValueError(f"ScaleSchedule.margin must be >= 0 m, got {self.margin}")
+        if self.path_semi_x <= 0:
+            raise ValueError(f"ScaleSchedule.path_semi_x must be > 0 m, got {self.path_semi_x}")
 
 
 def scaled_task(task: HopperTask, scale: float, margin: float) -> HopperTask:
@@ -127,8 +137,9 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
 
     option_overrides go to both option sets (e.g. linear_solver). Stops at the first step
     that fails even after `max_halvings` midpoints and returns the last converged plan.
-    save_dir: if set, every converged scale step is written there as scale_<s>_margin_<m>.npz
-    (`Plan.save_npz`, with the primal vector w for a warm start).
+    save_dir: if set, every converged scale step is written there as scale_<s>_semi_x_<a>.npz,
+    a the holes' horizontal semi-axis in m (`Plan.save_npz`, with the primal vector w for a
+    warm start).
     """
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
@@ -161,8 +172,12 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
         say(f"[scale] {len(log)} NLPs, {cpu:.0f} s CPU, {time.perf_counter() - t_start:.0f} s wall")
         return ScaleResult(plan=plan, task=solved, scale=where[0], margin=where[1], stages=stages)
 
+    # the holes stages 1-3 grow: the task's, or the path's wider ones (then stage 4 narrows them)
+    wide = schedule.path_semi_x > task.terrain.semi_x
+    path = dataclasses.replace(task, terrain=dataclasses.replace(task.terrain, semi_x=schedule.path_semi_x)) if wide else task
+
     # 1. tiles (identical tiles are solved once)
-    first = scaled_task(task, schedule.scales[0], schedule.margin)
+    first = scaled_task(path, schedule.scales[0], schedule.margin)
     tiles = hole_tiles(first)
     solved: dict[int, Plan] = {}
     for tile, _ in tiles:
@@ -187,27 +202,43 @@ def solve_by_terrain_scale(task: HopperTask = HopperTask(), schedule: ScaleSched
     w = tile_primal(parts)
 
     # 3. grow the terrain; a failed step is retried from the midpoint of the last solved scale
-    points = [(s, schedule.margin) for s in schedule.scales] + [(1.0, 0.0)]
-    done = (0.0, schedule.margin)  # scale 0: nothing solved on the three-hole task yet
-    best: Plan | None = None
-    for point in points:
-        target, retries = point, 0
-        while True:
-            plan = run(f"scale {target[0]:.4g} (margin {target[1]:.3g} m)", scaled_task(task, *target), step_opts,
-                       w_start=w)
-            if plan.converged:
-                w, done, best = plan.w, target, plan
-                if save_dir is not None:
-                    Path(save_dir).mkdir(parents=True, exist_ok=True)
-                    plan.save_npz(Path(save_dir) / f"scale_{target[0]:.4g}_margin_{target[1]:.3g}.npz")
-                if target == point:
-                    break
-                target = point  # the midpoint solved: try the scheduled point again from there
-                continue
-            if retries == schedule.max_halvings or best is None:
-                where = done if best is not None else target
-                return finish(best or plan, scaled_task(task, *where), where, f"step to scale {target[0]:.4g} failed")
-            retries += 1
-            target = ((done[0] + target[0]) / 2, (done[1] + target[1]) / 2)
-            say(f"[scale] retrying at the midpoint {target[0]:.4g} (margin {target[1]:.3g} m)")
-    return finish(best, task, (1.0, 0.0), None)
+    state = {"w": w, "best": None, "task": first, "where": (0.0, schedule.margin), "base": None}  # the last solution
+
+    def grow(base: HopperTask, points: list[tuple[float, float]]) -> tuple[str | None, Plan]:
+        """Solve `base` scaled to each (scale, margin) of points in turn, each from the last
+        solution. Returns (None, last plan) when all converged, else (why it stopped, failed plan).
+        Midpoint retries only between two points of the same base."""
+        for point in points:
+            target, retries = point, 0
+            while True:
+                step = scaled_task(base, *target)
+                plan = run(f"scale {target[0]:.4g} (semi-axis {step.terrain.semi_x:.4g} m)", step, step_opts,
+                           w_start=state["w"])
+                if plan.converged:
+                    state.update(w=plan.w, best=plan, task=step, where=target, base=base)
+                    if save_dir is not None:
+                        Path(save_dir).mkdir(parents=True, exist_ok=True)
+                        plan.save_npz(Path(save_dir) / f"scale_{target[0]:.4g}_semi_x_{step.terrain.semi_x:.4g}.npz",
+                                      **terrain_arrays(step.terrain))
+                    if target == point:
+                        break
+                    target = point  # the midpoint solved: try the scheduled point again from there
+                    continue
+                if retries == schedule.max_halvings or state["base"] is not base:
+                    return f"step to scale {target[0]:.4g} failed", plan
+                retries += 1
+                done = state["where"]
+                target = ((done[0] + target[0]) / 2, (done[1] + target[1]) / 2)
+                say(f"[scale] retrying at the midpoint {target[0]:.4g} (margin {target[1]:.3g} m)")
+        return None, plan
+
+    failure, last = grow(path, [(s, schedule.margin) for s in schedule.scales] + [(1.0, 0.0)])
+    # 4. narrow the path's wide holes to the task's where stage 3 ended, and grow on from there
+    if wide and state["best"] is not None:
+        at = state["where"][0]
+        say(f"[scale] narrowing the holes to the task's (semi-axis {task.terrain.semi_x:.4g} m at scale 1) "
+            f"at scale {at:.4g}")
+        failure, last = grow(task, [(at, 0.0)] + [(s, 0.0) for s in schedule.scales if s > at])
+    if state["best"] is None:  # the first step on the laid-out tiles failed
+        return finish(last, first, (schedule.scales[0], schedule.margin), failure)
+    return finish(state["best"], state["task"], state["where"], failure)
