@@ -247,6 +247,29 @@ def test_trajectory_reference_symbolic_matches_numeric_and_holds_ends():
         TrajectoryReference.from_samples(t, xs[:2], np.array([0.0, 0.3]), np.array([[1.0]]))
 
 
+def test_plan_tracking_starts_from_a_presolved_iterate(hopper, tmp_path, monkeypatch):
+    """A plan's reference carries no contact forces, so one real-time iteration from it plans
+    the standing hopper sinking (no stance load yet); the iterations at the plan's start before
+    the first tick plan it standing, and keep the leg in the planner's joint ranges."""
+    import mpc.mpc_controller as mc
+
+    t = np.linspace(0.0, 1.0, 11)
+    np.savez(tmp_path / "stand.npz", t=t, q=np.tile(hopper.q0, (11, 1)), v=np.zeros((11, 4)),
+             t_grid=np.array([0.0, 0.5, 1.0]), u=np.zeros((2, 2)))
+    heights = {}
+    for iterations in (1, mc.PLAN_PRESOLVE_ITERATIONS):
+        monkeypatch.setattr(mc, "PLAN_PRESOLVE_ITERATIONS", iterations)
+        ctrl = make_mpc(hopper, plan=str(tmp_path / "stand.npz"))
+        ctrl.compute(0.0, hopper.q0.copy(), np.zeros(4), np.ones(1, bool))
+        xs, _ = ctrl.rti.iterate()
+        heights[iterations] = xs[:, 1]
+    assert heights[1].min() < hopper.q0[1] - 0.05  # one iteration: the plan sinks by > 5 cm
+    np.testing.assert_allclose(heights[mc.PLAN_PRESOLVE_ITERATIONS], hopper.q0[1], atol=0.01)
+    idx, lo, hi = mc.plan_joint_limits(hopper)
+    assert [hopper.q_names[i] for i in idx] == ["hip", "knee"]
+    np.testing.assert_allclose(hi, [3 * np.pi / 8, np.pi / 2]) and np.testing.assert_allclose(lo, -hi)
+
+
 def test_missing_plan_file_is_a_clear_error(hopper, tmp_path):
     with pytest.raises(ValueError, match="launch plan hopper-holes"):
         make_mpc(hopper, plan=str(tmp_path / "nope.npz"))
