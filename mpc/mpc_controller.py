@@ -28,8 +28,9 @@ from .reference import FourierReference, TrajectoryReference
 from .tasks import Task
 
 # tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the forward position's
-# weight (10: of 10, 30 and 100, the only one whose hopper-holes run did not fall, measured on
-# one plan) and the SQP-RTI iterations at the plan's start before the first tick (see __init__)
+# weight (10: of 3, 10, 30 and 100 the only one whose hopper-holes run did not fall on one plan;
+# on the next plan it fell too) and the SQP-RTI iterations at the plan's start before the first
+# tick (see __init__)
 PLAN_X_WEIGHT = 10.0
 PLAN_PRESOLVE_ITERATIONS = 40
 TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this is in contact (touchdown records)
