@@ -24,7 +24,7 @@ from sim.protocol import JointCommand, actuated_joints
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
 from .contact_ocp import ContactOcp, OcpOptions
 from .gaits import periodic_gait
-from .reference import FourierReference, TrajectoryReference
+from .reference import FourierReference
 from .tasks import Task
 
 # tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the forward position's
@@ -127,7 +127,13 @@ class ContactMpc:
             self.reference = FourierReference.fit(self.gait)
         else:
             self.gait = None
-            self.reference = plan_reference(self.problem, options.plan)
+            from robots.codegen import default_cache_dir
+
+            from .plan_transcription import transcribe_plan
+
+            # the plan re-solved on this MPC's model (contact forces included; docs/MPC.md)
+            self.reference = transcribe_plan(self.problem, options.plan, cache=default_cache_dir() / "plans",
+                                             verbose=verbose)
             w_x = weights.w_x.copy()
             w_x[model.q_names.index("x")] = PLAN_X_WEIGHT  # where the feet land matters when tracking a plan
             weights = replace(weights, w_x=w_x)
@@ -309,23 +315,6 @@ def plan_joint_limits(model: RobotModel):
     idx = np.array([model.q_names.index("hip"), model.q_names.index("knee")])
     hi = np.array([task.hip_max, task.knee_max])
     return idx, -hi, hi
-
-
-def plan_reference(problem: ContactOcp, path: str) -> TrajectoryReference:
-    """The reference of an offline plan file (plan.npz: dense t, q, v and torques u on t_grid);
-    contact variables are referenced to zero (their weights are tiny)."""
-    from pathlib import Path
-
-    if not Path(path).exists():
-        raise ValueError(f"mpc plan {path!r} does not exist; make it with `python -m launch plan hopper-holes` "
-                         "(it writes runs/plans/hopper-holes/plan.npz)")
-    with np.load(path) as d:
-        t, q, v, t_grid, u = (d[k] for k in ("t", "q", "v", "t_grid", "u"))
-    if q.shape[1] != problem.model.nq or u.shape[1] != problem.n_tau:
-        raise ValueError(f"mpc plan {path!r} is for a robot with nq={q.shape[1]}, nu={u.shape[1]}, "
-                         f"not {problem.model.name}")
-    us = np.hstack([u, np.zeros((u.shape[0], problem.nu - problem.n_tau))])
-    return TrajectoryReference.from_samples(t, np.hstack([q, v]), t_grid, us)
 
 
 # per-robot defaults (measured, docs/MPC.md): the hopper's QP is solved with HPIPM's SPEED_ABS

@@ -247,19 +247,49 @@ def test_trajectory_reference_symbolic_matches_numeric_and_holds_ends():
         TrajectoryReference.from_samples(t, xs[:2], np.array([0.0, 0.3]), np.array([[1.0]]))
 
 
-def test_plan_tracking_starts_from_a_presolved_iterate(hopper, tmp_path, monkeypatch):
-    """A plan's reference carries no contact forces, so one real-time iteration from it plans
-    the standing hopper sinking (no stance load yet); the iterations at the plan's start before
-    the first tick plan it standing, and keep the leg in the planner's joint ranges."""
-    import mpc.mpc_controller as mc
-
+def _standing_plan(hopper, path):
+    """A 1 s plan file of the hopper standing at q0 (no torque), as `launch plan` writes them."""
     t = np.linspace(0.0, 1.0, 11)
-    np.savez(tmp_path / "stand.npz", t=t, q=np.tile(hopper.q0, (11, 1)), v=np.zeros((11, 4)),
-             t_grid=np.array([0.0, 0.5, 1.0]), u=np.zeros((2, 2)))
+    np.savez(path, t=t, q=np.tile(hopper.q0, (11, 1)), v=np.zeros((11, 4)), t_grid=np.array([0.0, 0.5, 1.0]),
+             u=np.zeros((2, 2)))
+    return str(path)
+
+
+def test_plans_are_resolved_on_the_mpc_model_with_their_contact_forces(hopper, tmp_path):
+    """The plan file has no contact forces; its re-solve on the MPC's model carries the stance
+    load (one weight standing) and stays on the plan; a second call reads the cache."""
+    from mpc.plan_transcription import plan_samples, transcribe_plan
+
+    path = _standing_plan(hopper, tmp_path / "stand.npz")
+    problem = ContactOcp(hopper, OcpOptions())
+    fn = problem.n_tau  # the first contact variable: the normal force, in weights
+    assert np.all(plan_samples(problem, path).us[:, fn] == 0.0)
+    ref = transcribe_plan(problem, path, cache=tmp_path / "cache", verbose=False)
+    assert ref.t[-1] == pytest.approx(1.1)  # the plan's second, plus 10 stages held
+    # the foot settles into the compliant ground (6 mm) and the load rings down to one weight
+    assert np.mean(ref.us[20:100, fn]) == pytest.approx(1.0, abs=0.02)
+    np.testing.assert_allclose(ref.us[70:100, fn], 1.0, atol=0.01)
+    assert np.abs(ref.xs[:, :4] - hopper.q0).max() < 0.01  # on the plan, to the stance sinkage
+    again = transcribe_plan(problem, path, cache=tmp_path / "cache", verbose=False)
+    assert len(list((tmp_path / "cache").glob("plan-*.npz"))) == 1
+    np.testing.assert_array_equal(again.us, ref.us)
+    with pytest.raises(ValueError, match="hole_margin"):
+        transcribe_plan(problem, path, hole_margin=-0.1)
+
+
+def test_plan_tracking_starts_from_a_presolved_iterate(hopper, tmp_path, monkeypatch):
+    """From a reference without contact forces one real-time iteration plans the standing hopper
+    sinking; the iterations at the plan's start before the first tick plan it standing. Also:
+    the leg is kept in the planner's joint ranges."""
+    import mpc.mpc_controller as mc
+    import mpc.plan_transcription as pt
+
+    monkeypatch.setattr(pt, "transcribe_plan", lambda problem, path, **kw: pt.plan_samples(problem, path))
+    path = _standing_plan(hopper, tmp_path / "stand.npz")
     heights = {}
     for iterations in (1, mc.PLAN_PRESOLVE_ITERATIONS):
         monkeypatch.setattr(mc, "PLAN_PRESOLVE_ITERATIONS", iterations)
-        ctrl = make_mpc(hopper, plan=str(tmp_path / "stand.npz"))
+        ctrl = make_mpc(hopper, plan=path)
         ctrl.compute(0.0, hopper.q0.copy(), np.zeros(4), np.ones(1, bool))
         xs, _ = ctrl.rti.iterate()
         heights[iterations] = xs[:, 1]
