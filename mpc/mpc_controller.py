@@ -28,9 +28,8 @@ from .reference import FourierReference
 from .tasks import Task
 
 # tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the forward position's
-# weight (10: of 3, 10, 30 and 100 the only one whose hopper-holes run did not fall on one plan;
-# on the next plan it fell too) and the SQP-RTI iterations at the plan's start before the first
-# tick (see __init__)
+# weight (10: with the plan re-solved on the MPC's model, 10 cleared the three holes and 30
+# fell) and the SQP-RTI iterations at the plan's start before the first tick (see __init__)
 PLAN_X_WEIGHT = 10.0
 PLAN_PRESOLVE_ITERATIONS = 40
 TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this is in contact (touchdown records)
@@ -170,10 +169,11 @@ class ContactMpc:
         self.rti.feedback(np.append(x_ref, 0.0))
         self._presolved = False
         if options.plan is not None:
-            # a plan's reference carries no contact forces, so one real-time iteration from it is
-            # far from the QP's solution (measured: the first command 24 N m against the plan's
-            # 6.7, the leg folding within 0.3 s); the first tick starts from iterations at the
-            # plan's own start instead (the robot starts there; its clock is the plant's)
+            # the first tick starts from iterations at the plan's own start (the robot starts
+            # there; its clock is the plant's), not from one real-time iteration from the
+            # reference: from the plan file's force-free reference that one iteration commanded
+            # 24 N m against the plan's 6.7 and folded the leg; from the re-solved one the loop
+            # also clears the holes without this, ending at x = 3.11 instead of 3.04 (docs/MPC.md)
             for _ in range(PLAN_PRESOLVE_ITERATIONS - 1):
                 self.rti.prepare()
                 self.rti.feedback(np.append(x_ref, 0.0))

@@ -22,6 +22,7 @@ import numpy as np
 
 from .contact_ocp import ContactOcp
 from .ipopt_ocp import TrackingCost, solve_ipopt
+from .planning.hopper_holes import terrain_from_plan
 from .reference import TrajectoryReference
 
 HOLE_MARGIN = 0.06  # m added to the holes' horizontal semi-axes (a landing short by this much stays out)
@@ -73,21 +74,22 @@ def transcribe_plan(problem: ContactOcp, path, *, hole_margin: float = HOLE_MARG
                    + [W_V_BASE if name in W_Q else W_V_OTHER for name in problem.model.q_names])
     cost = TrackingCost(w=np.concatenate([w_x, np.full(ocp.nu, W_U)]), w_e=10.0 * w_x,
                         yref=np.column_stack([xr[:-1], ur]), xref_e=xr[-1], z_l1=1000.0, z_l2=1e4, stage_scale=dt)
-    holes = _plan_holes(path)
+    terrain = terrain_from_plan(path, required=False)
     foot = ca.Function("foot", [problem.model.q], [problem.model.contacts[0].point])
 
     def keep_out(X, U):
+        wider = replace(terrain, semi_x=terrain.semi_x + hole_margin)
         g = []
         for k in range(1, n + 1):
             p = foot(X[k][:nq])
-            g += [((p[0] - xc) / (semi_x + hole_margin)) ** 2 + (p[1] / semi_z) ** 2 for xc, semi_x, semi_z in holes]
+            g += wider.levels(p[0], p[1])
         return g, [1.0] * len(g), [np.inf] * len(g)
 
     u_init = np.clip(np.column_stack([ur[:, :ocp.n_tau], np.zeros((n, ocp.nu - ocp.n_tau))]), ocp.u_lb, ocp.u_ub)
     if verbose:
         print(f"[mpc] re-solving the plan on the MPC's model ({n} stages, IPOPT; ~40 s for hopper-holes)",
               file=sys.stderr, flush=True)
-    sol = solve_ipopt(ocp, cost, x0=xr[0], x_init=xr, u_init=u_init, extra_constraints=keep_out if holes else None,
+    sol = solve_ipopt(ocp, cost, x0=xr[0], x_init=xr, u_init=u_init, extra_constraints=keep_out if terrain and terrain.centers else None,
                       tol=1e-6, max_iter=3000)
     if not sol.success:
         raise RuntimeError(f"re-solving the plan {str(path)!r} on the MPC's model failed: IPOPT {sol.status}")
@@ -101,10 +103,3 @@ def transcribe_plan(problem: ContactOcp, path, *, hole_margin: float = HOLE_MARG
         tmp.replace(cached)
     return TrajectoryReference.from_samples(taus, sol.x, taus, sol.u)
 
-
-def _plan_holes(path) -> list[tuple[float, float, float]]:
-    """(centre x, semi_x, semi_z) per hole stored in the plan file (m); [] if it has none."""
-    with np.load(path) as d:
-        if "hole_semi_x" not in d:
-            return []
-        return [(float(c), float(d["hole_semi_x"]), float(d["hole_semi_z"])) for c in d["hole_centers"]]

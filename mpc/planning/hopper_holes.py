@@ -59,11 +59,14 @@ def terrain_arrays(terrain: HoleTerrain) -> dict[str, np.ndarray]:
             "hole_semi_z": np.float64(terrain.semi_z)}
 
 
-def terrain_from_plan(path) -> HoleTerrain:
-    """The terrain a plan file (plan.npz of `python -m launch plan hopper-holes`) avoids; raises
-    ValueError for a file written before plan files carried it."""
+def terrain_from_plan(path, *, required: bool = True) -> HoleTerrain | None:
+    """The terrain a plan file (plan.npz of `python -m launch plan hopper-holes`) avoids. A file
+    without one (written before plan files carried it, or another robot's): ValueError if
+    `required`, else None."""
     with np.load(path) as d:
         if "hole_semi_x" not in d:
+            if not required:
+                return None
             raise ValueError(f"plan {path!s} does not say which holes it avoids (written before plan files "
                              "carried hole_centers/hole_semi_x); make it again with `python -m launch plan hopper-holes`")
         return HoleTerrain(centers=tuple(float(c) for c in d["hole_centers"]), semi_x=float(d["hole_semi_x"]),
