@@ -18,6 +18,7 @@ def _scenario(folder: Path):
 
 def serve(folder: Path) -> int:
     """Run the plant server of the scenario in `folder`; logs go there."""
+    t_start = time.perf_counter()
     from robots import get_robot
     from sim.registry import make_plant
 
@@ -32,7 +33,7 @@ def serve(folder: Path) -> int:
     opts = ServerOptions(bind="tcp://127.0.0.1:*", mode=sc.mode, control_rate_hz=sc.control_rate_hz,
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
                          log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis)
-    PlantServer(plant, opts, q0=q0).run()
+    PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start).run()
     return 0
 
 

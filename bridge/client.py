@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,8 @@ class ControllerClient:
         o = self.options
         sock = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
+        # our own routing id: if the link drops and reconnects, the plant still knows us (PROTOCOL.md)
+        sock.setsockopt(zmq.ROUTING_ID, b"c" + os.urandom(15))
         secure_client(sock, o.curve_keys)
         sock.connect(self.endpoint)
         old = install_stop_handlers(self._on_signal)
@@ -97,7 +100,10 @@ class ControllerClient:
                 if msg.type == P.BYE:
                     break
                 if msg.type == P.ERROR:
-                    self.errors.append(msg.json())
+                    try:
+                        self.errors.append(msg.json())
+                    except P.ProtocolError as err:
+                        self.errors.append({"reason": err.reason, "detail": f"unreadable ERROR: {err.detail}"})
                     continue
                 if msg.type != P.STATE:
                     continue
@@ -105,7 +111,7 @@ class ControllerClient:
                 cmd, phases = self.controller.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
                     time.sleep(o.delay_s)
-                arrays = P.command_arrays(cmd, msg.seq + 1)
+                arrays = P.command_arrays(cmd, -1)  # -1: the plant may hold it for its hold_ticks
                 try:
                     frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=dims)
                 except ValueError as err:  # a malformed command: logged here, sent as is, the plant rejects and counts it

@@ -8,9 +8,11 @@ sender wall clock i64 (ns), array count u32.
 Descriptor: field id u16, dtype code u8, ndim u8, dim0 u32, dim1 u32, reserved u32.
 
 Every message type has a declared schema (field names, dtypes, shapes from the robot's
-dimensions). `decode` validates everything (magic, version, type, counts, sizes, dtypes,
-shapes, finite values) and raises `ProtocolError(reason, detail)`; `reason` is one of
-REASONS, so servers can count rejections by cause.
+dimensions; JSON payloads have typed fields, JSON_SCHEMAS). `decode` validates everything
+(magic, version, type, counts, frames, descriptors, sizes, dtypes, shapes, finite values)
+and `Message.payload` validates a JSON payload field by field; both raise
+`ProtocolError(reason, detail)` and nothing else, with `reason` one of REASONS, so servers
+count rejections by cause.
 """
 from __future__ import annotations
 
@@ -28,7 +30,12 @@ VERSION = 1
 FIXED = struct.Struct("<4sHHIdqI")  # 32 bytes
 DESC = struct.Struct("<HBBIII")  # 16 bytes
 MAX_ARRAYS = 16
-MAX_FRAME_BYTES = 1 << 20  # 1 MiB per array frame: anything larger is rejected unread
+MAX_FRAME_BYTES = 1 << 20  # 1 MiB per array frame: larger ones are refused (too_large)
+MAX_MESSAGE_BYTES = 4 << 20  # 4 MiB for all frames of one message together (too_large)
+MAX_JSON_BYTES = 64 << 10  # 64 KiB for a JSON payload (too_large)
+# libzmq drops a single frame above this, and the connection it came on, before the plant
+# reads it (ZMQ_MAXMSGSIZE); frames between MAX_MESSAGE_BYTES and this are read and refused.
+MAX_LINK_FRAME_BYTES = 64 << 20
 
 HELLO, CONFIG, STATE, COMMAND, PLAN, ERROR, BYE = 1, 2, 3, 4, 5, 6, 7
 TYPE_NAMES = {HELLO: "HELLO", CONFIG: "CONFIG", STATE: "STATE", COMMAND: "COMMAND", PLAN: "PLAN", ERROR: "ERROR",
@@ -37,8 +44,13 @@ TYPE_NAMES = {HELLO: "HELLO", CONFIG: "CONFIG", STATE: "STATE", COMMAND: "COMMAN
 DTYPES = {1: np.dtype("<f8"), 2: np.dtype("u1"), 3: np.dtype("<i8")}
 DTYPE_CODES = {v: k for k, v in DTYPES.items()}
 
-REASONS = ("truncated", "magic", "version", "type", "count", "descriptor", "dtype", "shape", "size",
-           "too_large", "non_finite", "sequence", "json", "unexpected")
+# Every reason a message can be refused for; docs/PROTOCOL.md "Errors" says which case each covers.
+REASONS = ("truncated", "magic", "version", "type", "count", "frames", "descriptor", "dtype", "shape", "size",
+           "too_large", "non_finite", "value", "sequence", "json", "field", "robot", "unexpected", "internal")
+
+# COMMAND values are bounded so that the impedance law cannot overflow float64 (inf - inf):
+# |tau_ff|, |q_des|, |v_des| <= COMMAND_VALUE_LIMIT and 0 <= kp, kd <= COMMAND_VALUE_LIMIT.
+COMMAND_VALUE_LIMIT = 1e9
 
 
 class ProtocolError(ValueError):
@@ -114,11 +126,52 @@ class Message:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     def json(self) -> dict:
-        """The JSON payload of HELLO / CONFIG / ERROR messages."""
+        """The JSON payload of a HELLO / CONFIG / ERROR / BYE message, validated against the
+        type's JSON_SCHEMAS entry (an object, required fields present, every known field of its
+        type; bool is not an int). Raises ProtocolError: `too_large`, `json` or `field`."""
+        raw = self.arrays.get("json")
+        if raw is None:
+            raise ProtocolError("json", f"{TYPE_NAMES.get(self.type, self.type)} carries no JSON payload")
+        if raw.nbytes > MAX_JSON_BYTES:
+            raise ProtocolError("too_large", f"JSON payload of {raw.nbytes} bytes > {MAX_JSON_BYTES}")
         try:
-            return json.loads(bytes(self.arrays["json"]).decode("utf-8"))
-        except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ProtocolError("json", f"bad JSON payload: {exc}") from exc
+            obj = json.loads(bytes(raw).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: absurd nesting
+            raise ProtocolError("json", f"bad JSON payload: {str(exc)[:120]}") from None
+        if not isinstance(obj, dict):
+            raise ProtocolError("json", f"the payload must be a JSON object, got {_json_type(obj)}")
+        for name, (kind, required) in JSON_SCHEMAS.get(self.type, {}).items():
+            if name not in obj:
+                if required:
+                    raise ProtocolError("field", f"{TYPE_NAMES[self.type]} needs field {name!r} ({kind.__name__})")
+                continue
+            value = obj[name]
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ProtocolError("field", f"{TYPE_NAMES[self.type]} field {name!r} must be {_JSON_NAMES[kind]}, "
+                                             f"got {_json_type(value)}")
+        return obj
+
+
+_JSON_NAMES = {int: "an integer", str: "a string", float: "a number", list: "an array", dict: "an object"}
+
+# Typed fields of the JSON payloads: name -> (Python type, required). Unknown fields are
+# ignored (a newer peer may add some); a known field of the wrong type is an error.
+JSON_SCHEMAS: dict[int, dict[str, tuple[type, bool]]] = {
+    HELLO: {"protocol": (int, True), "name": (str, False), "robot": (str, False)},
+    CONFIG: {"protocol": (int, True), "robot": (str, True), "nq": (int, True), "nv": (int, True),
+             "nu": (int, True), "nc": (int, True), "q_names": (list, True), "u_names": (list, True),
+             "q_index": (list, True), "v_index": (list, True), "mode": (str, True)},
+    ERROR: {"reason": (str, True), "detail": (str, False)},
+    BYE: {"reason": (str, True)},
+}
+
+
+def _json_type(value) -> str:
+    """A short description of a decoded JSON value for error details: its JSON type and a prefix."""
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "an array",
+             dict: "an object", type(None): "null"}
+    text = repr(value)
+    return f"{names.get(type(value), type(value).__name__)} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_ns: int | None = None,
@@ -151,6 +204,21 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
     return [b"".join(parts), *frames]
 
 
+def check_command_values(arrays: dict) -> None:
+    """Raise ProtocolError("value") unless the decoded COMMAND's values are within
+    COMMAND_VALUE_LIMIT and its gains kp, kd are >= 0 (plain Python on a few numbers: fast)."""
+    limit = COMMAND_VALUE_LIMIT
+    for name in ("tau_ff", "q_des", "v_des", "kp", "kd"):
+        values = arrays[name].tolist()
+        if not values:
+            continue
+        lo, hi = min(values), max(values)
+        if name in ("kp", "kd") and lo < 0:
+            raise ProtocolError("value", f"{name} has {lo}: gains must be >= 0")
+        if hi > limit or lo < -limit:
+            raise ProtocolError("value", f"{name} has {hi if hi > limit else lo}: |values| must be <= {limit:g}")
+
+
 def command_arrays(cmd, valid_until: int) -> list[np.ndarray]:
     """The six arrays of a COMMAND from a `sim.protocol.JointCommand` (tau_ff, q_des, v_des,
     kp, kd as f8: integer gains, e.g. from a TOML file, would otherwise be rejected) and the
@@ -174,6 +242,11 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     """
     if not frames:
         raise ProtocolError("truncated", "empty message")
+    total = sum(memoryview(f).nbytes for f in frames)
+    if total > MAX_MESSAGE_BYTES:
+        raise ProtocolError("too_large", f"message of {total} bytes > {MAX_MESSAGE_BYTES}")
+    if len(frames) > 1 + MAX_ARRAYS:
+        raise ProtocolError("frames", f"{len(frames)} frames; no message has more than {1 + MAX_ARRAYS}")
     head = memoryview(frames[0])
     if len(head) < FIXED.size:
         raise ProtocolError("truncated", f"header has {len(head)} bytes, needs {FIXED.size}")
@@ -206,16 +279,23 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     if count != len(fields) or count > MAX_ARRAYS:
         raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")
     if len(head) != FIXED.size + count * DESC.size:
-        raise ProtocolError("truncated", f"header is {len(head)} bytes, expected {FIXED.size + count * DESC.size}")
+        raise ProtocolError("truncated", f"header is {len(head)} bytes, expected {FIXED.size + count * DESC.size} "
+                                         f"for {count} descriptors")
     if len(frames) != 1 + count:
-        raise ProtocolError("truncated", f"{len(frames) - 1} array frames, header declares {count}")
-    if not np.isfinite(t):
+        raise ProtocolError("frames", f"{len(frames) - 1} array frames, the header declares {count}")
+    if not math.isfinite(t):
         raise ProtocolError("non_finite", f"sim time {t}")
     arrays = {}
     for i, (name, dtype, shape) in enumerate(fields):
-        fid, code, ndim, d0, d1, _ = DESC.unpack_from(head, FIXED.size + i * DESC.size)
+        fid, code, ndim, d0, d1, reserved = DESC.unpack_from(head, FIXED.size + i * DESC.size)
         if fid != i:
             raise ProtocolError("descriptor", f"array {i} has field id {fid}")
+        if ndim not in (1, 2):
+            raise ProtocolError("descriptor", f"{name}: ndim {ndim}, must be 1 or 2")
+        if ndim == 1 and d1 != 0:
+            raise ProtocolError("descriptor", f"{name}: dim1 is {d1}, must be 0 for a 1-D array")
+        if reserved != 0:
+            raise ProtocolError("descriptor", f"{name}: reserved is {reserved}, must be 0")
         if code not in DTYPES or DTYPES[code] != dtype:
             raise ProtocolError("dtype", f"{name}: dtype code {code}, expected {DTYPE_CODES[dtype]} ({dtype})")
         if ndim != len(shape):
@@ -234,4 +314,8 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
         if dtype.kind == "f" and not np.isfinite(arr).all():
             raise ProtocolError("non_finite", f"{name} contains NaN or inf")
         arrays[name] = arr
+    if msg_type == PLAN:
+        lengths = {name: len(arrays[name]) for name in ("t", "x", "u")}
+        if len(set(lengths.values())) != 1:
+            raise ProtocolError("shape", f"PLAN arrays disagree on N: {lengths}")
     return Message(msg_type, seq, t, wall_ns, arrays)

@@ -8,7 +8,9 @@ Key folder layout (make one with `python -m launch keys DIR`):
 from __future__ import annotations
 
 import ipaddress
+import threading
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlparse
 
 import zmq
@@ -39,26 +41,52 @@ def make_keys(folder: str | Path) -> Path:
     return folder
 
 
-def secure_server(sock: zmq.Socket, endpoint: str, keys: str | Path | None) -> ThreadAuthenticator | None:
-    """Configure `sock` before binding `endpoint`: refuse non-loopback without keys; with keys,
-    enable CurveZMQ and admit only the public keys in keys/clients. Returns the authenticator
-    (stop it when done) or None."""
-    if keys is None:
-        if not is_loopback(endpoint):
-            raise ValueError(
-                f"refusing to bind {endpoint} without CurveZMQ keys: anyone on that network could drive "
-                "the robot. Bind tcp://127.0.0.1:PORT or ipc://PATH, or pass --curve-keys DIR "
-                "(create one with: python -m launch keys DIR)")
-        return None
-    keys = Path(keys)
-    public, secret = zmq.auth.load_certificate(str(keys / "server.key_secret"))
-    auth = ThreadAuthenticator(zmq.Context.instance())
-    auth.start()
-    auth.configure_curve(domain="*", location=str(keys / "clients"))
-    sock.curve_secretkey = secret
-    sock.curve_publickey = public
-    sock.curve_server = True
-    return auth
+ZAP_DOMAIN = "legmpc"
+
+# One ZAP handler serves every plant socket of the process (libzmq allows one per context);
+# each socket gets a domain of its own, so CurveZMQ key folders never mix.
+_auth_lock = threading.Lock()
+_auth: dict = {"handler": None, "users": 0, "sockets": 0}
+
+
+def secure_server(sock: zmq.Socket, endpoint: str, keys: str | Path | None) -> Callable[[], None]:
+    """Configure `sock` before binding `endpoint`; return the function to call once the
+    socket is closed (it stops the process's ZAP handler after its last user).
+
+    Without keys: refuse a non-loopback endpoint; otherwise the NULL mechanism goes through ZAP
+    (every address allowed). ZAP being on makes libzmq refuse ZMTP/1.0 and 2.0 peers, whose
+    legacy framing would otherwise turn raw bytes from any local process into messages.
+    With keys: CurveZMQ, admitting only the public keys in keys/clients."""
+    if keys is None and not is_loopback(endpoint):
+        raise ValueError(
+            f"refusing to bind {endpoint} without CurveZMQ keys: anyone on that network could drive "
+            "the robot. Bind tcp://127.0.0.1:PORT or ipc://PATH, or pass --curve-keys DIR "
+            "(create one with: python -m launch keys DIR)")
+    if keys is not None:
+        public, secret = zmq.auth.load_certificate(str(Path(keys) / "server.key_secret"))
+    with _auth_lock:
+        if _auth["handler"] is None:
+            _auth["handler"] = ThreadAuthenticator(zmq.Context.instance())
+            _auth["handler"].start()
+        _auth["users"] += 1
+        _auth["sockets"] += 1
+        domain = f"{ZAP_DOMAIN}-{_auth['sockets']}"
+        if keys is not None:
+            _auth["handler"].configure_curve(domain=domain, location=str(Path(keys) / "clients"))
+    sock.zap_domain = domain.encode()
+    if keys is not None:
+        sock.curve_secretkey = secret
+        sock.curve_publickey = public
+        sock.curve_server = True
+    return _release_auth
+
+
+def _release_auth() -> None:
+    with _auth_lock:
+        _auth["users"] -= 1
+        if _auth["users"] == 0 and _auth["handler"] is not None:
+            _auth["handler"].stop()
+            _auth["handler"] = None
 
 
 def secure_client(sock: zmq.Socket, keys: str | Path | None) -> None:

@@ -17,19 +17,32 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import sys
 import time
+import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
-from sim.protocol import PUSH_AXES, JointCommand, pushed_velocity
+from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, pushed_velocity
 
 from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
 from .security import secure_server
+
+# Connection events counted in the summary's "links" (where garbage or drops came from).
+LINK_EVENT_NAMES = {zmq.EVENT_ACCEPTED: "accepted", zmq.EVENT_HANDSHAKE_SUCCEEDED: "handshake_ok",
+                    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "handshake_failed_protocol",
+                    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "handshake_failed_no_detail",
+                    zmq.EVENT_HANDSHAKE_FAILED_AUTH: "handshake_failed_auth", zmq.EVENT_DISCONNECTED: "disconnected"}
+LINK_EVENTS_MASK = 0
+for _event in LINK_EVENT_NAMES:
+    LINK_EVENTS_MASK |= _event
 
 
 @dataclass(frozen=True)
@@ -137,14 +150,19 @@ class RunLog:
 
 
 class PlantServer:
-    """Serve `plant` (a sim.protocol Plant) to one controller at a time."""
+    """Serve `plant` (a sim.protocol Plant) to one controller at a time.
 
-    def __init__(self, plant, options: ServerOptions, *, q0=None, v0=None):
+    announce: print `ready ENDPOINT` on stdout once bound. t_start: perf_counter() time the
+    process started building the plant (for ready.json's seconds_to_ready; default: now)."""
+
+    def __init__(self, plant, options: ServerOptions, *, q0=None, v0=None, announce: bool = False,
+                 t_start: float | None = None):
         self.plant = plant
         self.model = plant.model
         self.options = options.validate()
         m = self.model
         self.dims = P.Dims(m.nq, m.nv, m.nu, m.nc)
+        self.joints = actuated_joints(m)  # index into q (and v: planar robots have nq = nv) per actuator
         # warm up (JIT-compile) the plant before any controller connects, then start for real
         plant.reset(m.q0 if q0 is None else q0, v0)
         plant.step(JointCommand.zero(m.nu), 1e-3)
@@ -164,12 +182,18 @@ class PlantServer:
             raise ValueError(f"push_ns along {options.push_axis!r} needs a robot with the base coordinate "
                              f"{options.push_axis!r}; {m.name} has none")
         self.log = RunLog(options.log_dir, m)
+        self.links: Counter = Counter()  # connection events from the socket monitor
+        self.end_reason = "run ended"
+        self.violation = ""  # the plant's invariant violation that ended the run, if any
+        self.announce = announce
+        self.t_built = time.perf_counter() if t_start is None else t_start
 
     # ------------------------------------------------------------------ messages
     def _config(self) -> dict:
         m, o = self.model, self.options
         return {"protocol": P.VERSION, "robot": m.name, "nq": m.nq, "nv": m.nv, "nu": m.nu, "nc": m.nc,
                 "q_names": list(m.q_names), "u_names": list(m.u_names), "contacts": [c.name for c in m.contacts],
+                "q_index": self.joints.tolist(), "v_index": self.joints.tolist(),
                 "u_max": m.u_max.tolist(), "q0": m.q0.tolist(), "mode": o.mode, "control_rate_hz": o.control_rate_hz,
                 "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks}
 
@@ -191,34 +215,50 @@ class PlantServer:
         self._send(ident, P.encode_json(P.ERROR, seq, self.state.t, {"reason": err.reason, "detail": err.detail}))
 
     def _receive(self, tick: int) -> P.Message | None:
-        """Handle one incoming message; return a valid COMMAND for `tick`, else None."""
+        """Read one incoming message and handle it; return a valid COMMAND for `tick`, else None.
+
+        Nothing a peer sends escapes from here: a ProtocolError is answered with ERROR and
+        counted by its reason; any other exception while handling the message is counted as
+        `internal`, printed to stderr with its traceback, answered, and the plant goes on."""
         frames = self.sock.recv_multipart()  # small messages: copying beats zmq's zero-copy path
         ident, body = frames[0], frames[1:]
         try:
-            msg = P.decode(body, self.dims, expect=(P.HELLO, P.COMMAND, P.PLAN))
-            if msg.type == P.HELLO:
-                hello = msg.json()
-                if hello.get("protocol") != P.VERSION:
-                    raise P.ProtocolError("version", f"HELLO speaks protocol {hello.get('protocol')}, plant {P.VERSION}")
-                if hello.get("robot", self.model.name) != self.model.name:
-                    raise P.ProtocolError("unexpected", f"controller is for robot {hello.get('robot')!r}, "
-                                                        f"this plant simulates {self.model.name!r}")
-                self.client = ident
-                self.counts["hellos"] += 1
-                self._send(ident, P.encode_json(P.CONFIG, tick, self.state.t, self._config()))
-                self.joined = True  # the tick loop sends it the current STATE
-                return None
-            if msg.type == P.PLAN:
-                self.counts["plans"] += 1
-                return None
-            if ident != self.client:
-                raise P.ProtocolError("unexpected", "COMMAND from a peer that has not sent HELLO")
-            if msg.seq != tick:
-                raise P.ProtocolError("sequence", f"COMMAND for tick {msg.seq}, current tick is {tick}")
-            return msg
+            return self._handle(ident, body, tick)
         except P.ProtocolError as err:
             self._reject(ident, err, tick)
+        except Exception as exc:  # a bug of ours, never the peer's licence to stop the plant
+            self.counts["internal_errors"] += 1
+            print(f"plant: internal error handling a message ({exc.__class__.__name__}: {exc}); going on\n"
+                  f"{traceback.format_exc()}", file=sys.stderr)
+            self._reject(ident, P.ProtocolError("internal", f"{exc.__class__.__name__} while handling the message"),
+                         tick)
+        return None
+
+    def _handle(self, ident: bytes, body: list, tick: int) -> P.Message | None:
+        """Validate one message from peer `ident`; act on HELLO and PLAN, return a COMMAND for `tick`."""
+        msg = P.decode(body, self.dims, expect=(P.HELLO, P.COMMAND, P.PLAN))
+        if msg.type == P.HELLO:
+            hello = msg.json()
+            if hello["protocol"] != P.VERSION:
+                raise P.ProtocolError("version", f"HELLO speaks protocol {hello['protocol']}, plant {P.VERSION}")
+            if hello.get("robot", self.model.name) != self.model.name:
+                raise P.ProtocolError("robot", f"controller is for robot {hello['robot'][:60]!r}, "
+                                               f"this plant simulates {self.model.name!r}")
+            self.client = ident
+            self.counts["hellos"] += 1
+            self._send(ident, P.encode_json(P.CONFIG, tick, self.state.t, self._config()))
+            self.joined = True  # the tick loop sends it the current STATE
             return None
+        if ident != self.client:
+            raise P.ProtocolError("unexpected", f"{P.TYPE_NAMES[msg.type]} from a peer that has not sent HELLO "
+                                                "(or was replaced by a newer controller): send HELLO first")
+        if msg.type == P.PLAN:
+            self.counts["plans"] += 1
+            return None
+        if msg.seq != tick:
+            raise P.ProtocolError("sequence", f"COMMAND for tick {msg.seq}, current tick is {tick}")
+        P.check_command_values(msg.arrays)
+        return msg
 
     # ------------------------------------------------------------------ loop
     def run(self) -> dict:
@@ -228,26 +268,61 @@ class PlantServer:
         self.sock = ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.ROUTER_MANDATORY, 0)
-        self.sock.setsockopt(zmq.MAXMSGSIZE, 4 * P.MAX_FRAME_BYTES)  # huge frames never reach us
-        auth = secure_server(self.sock, o.bind, o.curve_keys)
+        # a controller that reconnects under the routing id it set keeps its session (docs/PROTOCOL.md)
+        self.sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        # libzmq drops a frame above this with its connection; smaller oversized ones are refused by decode
+        self.sock.setsockopt(zmq.MAXMSGSIZE, P.MAX_LINK_FRAME_BYTES)
+        release_auth = secure_server(self.sock, o.bind, o.curve_keys)
+        self.monitor = self.sock.get_monitor_socket(LINK_EVENTS_MASK)
         old = install_stop_handlers(self._on_signal)
         try:
             self.sock.bind(o.bind)
             self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
-            if o.log_dir:
-                (Path(o.log_dir) / "endpoint").write_text(self.endpoint)
+            self._ready()
             return self._loop()
         finally:
             restore_handlers(old)
             if self.client is not None:
-                self._send(self.client, P.encode_json(P.BYE, 0, self.state.t, {"reason": "run ended"}))
+                self._send(self.client, P.encode_json(P.BYE, 0, self.state.t, {"reason": self.end_reason}))
             self.log.close()
+            self.sock.disable_monitor()
+            self.monitor.close(linger=0)
             self.sock.close(linger=100)
-            if auth is not None:
-                auth.stop()
+            release_auth()
+
+    def _ready(self) -> None:
+        """Announce that the socket is bound: `ready ENDPOINT` on stdout, and the files
+        `endpoint` and `ready.json` (endpoint, pid, seconds since the server was built) in log_dir."""
+        info = {"endpoint": self.endpoint, "pid": os.getpid(),
+                "seconds_to_ready": round(time.perf_counter() - self.t_built, 3)}
+        if self.options.log_dir:
+            folder = Path(self.options.log_dir)
+            (folder / "endpoint").write_text(self.endpoint)
+            (folder / "ready.tmp").write_text(json.dumps(info))
+            (folder / "ready.tmp").replace(folder / "ready.json")
+        if self.announce:
+            print(f"ready {self.endpoint}", flush=True)
+
+    def _links_summary(self) -> dict:
+        """Connection counters; `refused`: connections accepted that never completed a ZMTP/3
+        handshake (raw bytes, legacy ZMTP peers, CurveZMQ refusals: libzmq closes them)."""
+        out = {name: self.links[name] for name in ("accepted", "handshake_ok", "disconnected")}
+        out.update({k: v for k, v in self.links.items() if k not in out})
+        out["refused"] = max(0, self.links["accepted"] - self.links["handshake_ok"])
+        return out
+
+    def _drain_monitor(self) -> None:
+        """Count connection events (accepted, handshakes, disconnects) from the socket monitor."""
+        while True:
+            try:
+                event = recv_monitor_message(self.monitor, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self.links[LINK_EVENT_NAMES.get(event["event"], "other")] += 1
 
     def _on_signal(self, signum, frame) -> None:
         self.stop = True
+        self.end_reason = f"plant stopped by signal {signum}"
 
     def _loop(self) -> dict:
         o = self.options
@@ -255,10 +330,14 @@ class PlantServer:
         n_ticks = None if o.duration_s is None else int(round(o.duration_s / period))
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
+        poller.register(self.monitor, zmq.POLLIN)
         realtime = o.mode == "realtime"
-        streak, tick = 0, 0
+        streak, tick, valid_until = 0, 0, -1
         while realtime and self.client is None and not self.stop:  # the clock starts with a controller
-            if dict(poller.poll(timeout=100)).get(self.sock):
+            events = dict(poller.poll(timeout=100))
+            if self.monitor in events:
+                self._drain_monitor()
+            if self.sock in events:
                 self._receive(tick)
         self.joined = False
         t_sched = time.perf_counter()
@@ -276,6 +355,8 @@ class PlantServer:
                 if remaining <= 0:
                     break
                 events = dict(poller.poll(timeout=min(remaining, 0.1) * 1000))
+                if self.monitor in events:
+                    self._drain_monitor()
                 if self.sock in events:
                     msg = self._receive(tick)
                     if msg is not None:
@@ -292,24 +373,32 @@ class PlantServer:
                 a = command.arrays
                 cmd = JointCommand(a["tau_ff"], a["q_des"], a["v_des"], a["kp"], a["kd"])
                 self.last_command, streak, status = cmd, 0, "ok"
+                valid_until = int(a["valid_until"][0])
             else:
                 streak += 1
                 self.counts["misses"] += 1
-                if streak <= o.hold_ticks and self.last_command is not None:
+                held = streak <= o.hold_ticks and (valid_until < 0 or tick <= valid_until)
+                if held and self.last_command is not None:
                     cmd, status = self.last_command, "hold"
                 else:
                     cmd, status = self.damping, "damp"
                 self.counts[status] += 1
             try:
                 self.state = self.plant.step(cmd, period)
-            except ValueError as err:  # a command the plant cannot apply (e.g. negative gains)
-                self.rejects["unexpected"] += 1
-                self.counts["bad_commands"] += 1
+            except ValueError as err:  # a command the plant cannot apply (decode and check_command_values
+                self.counts["bad_commands"] += 1  # should have refused it already)
                 self.last_command = None
                 self.state = self.plant.step(self.damping, period)
                 status = f"damp ({err})"[:40]
             if self.options.push_ns and not self.pushed and self.state.t >= self._push_time():
                 self._push()
+            violation = getattr(self.state, "violation", "")
+            if violation:  # the plant left physics: say so and end the run instead of serving fiction
+                status = "violation"
+                self.violation = violation
+                self.end_reason = f"plant invariant violated: {violation}"
+                print(f"plant: {self.end_reason}; ending the run", file=sys.stderr)
+                self.stop = True
             self.log.tick((tick, self.state.t, time.time_ns(), round(jitter_us, 1), round(latency_us, 1), status,
                            int(command is None)), self.state, self.state.tau)
             tick += 1
@@ -355,10 +444,11 @@ class PlantServer:
         return {"ticks": ticks, "mode": self.options.mode, "control_rate_hz": self.options.control_rate_hz,
                 "deadline_ms": self._deadline() * 1e3, "misses": self.counts["misses"],
                 "held": self.counts["hold"], "damped": self.counts["damp"], "hellos": self.counts["hellos"],
-                "rejected": dict(self.rejects), "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99),
+                "rejected": dict(self.rejects), "links": self._links_summary(), "internal_errors": self.counts["internal_errors"],
+                "end_reason": self.end_reason, "plant_violation": self.violation, "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99),
                                                                "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
-                "options": asdict(self.options)}
+                "options": {**asdict(self.options), "deadline_s": self._deadline()}}
 
 
 def _sleep_until(t_target: float) -> None:

@@ -73,6 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_serve_plant(args: argparse.Namespace) -> int:
     """Run a plant alone for an outside controller (see docs/PROTOCOL.md)."""
+    import time
+
+    t_start = time.perf_counter()
     from bridge.server import PlantServer, ServerOptions
     from robots import get_robot
     from sim.registry import make_plant
@@ -82,8 +85,9 @@ def cmd_serve_plant(args: argparse.Namespace) -> int:
     opts = ServerOptions(bind=args.bind, mode=args.mode, control_rate_hz=args.rate, plant_rate_hz=args.plant_rate,
                          duration_s=args.duration, log_dir=args.log_dir, curve_keys=args.curve_keys,
                          hold_ticks=args.hold_ticks)
-    server = PlantServer(plant, opts)
-    print(f"serving {args.robot} ({args.plant} plant, {args.mode}) on {args.bind}; Ctrl-C to stop", file=sys.stderr)
+    print(f"serving {args.robot} ({args.plant} plant, {args.mode}) on {args.bind}; compiling the plant, then "
+          "'ready ENDPOINT' on stdout; Ctrl-C to stop", file=sys.stderr)
+    server = PlantServer(plant, opts, announce=True, t_start=t_start)
     summary = server.run()
     print(json.dumps({k: v for k, v in summary.items() if k != "options"}))
     return 0
@@ -172,17 +176,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("serve-plant", help="run a plant alone for an outside controller")
-    p.add_argument("robot")
+    p = sub.add_parser(
+        "serve-plant", help="run a plant alone for an outside controller",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serve one plant over ZeroMQ to an outside controller (docs/PROTOCOL.md).",
+        epilog="Once the socket is bound and the plant compiled, prints 'ready ENDPOINT' on stdout (and, with\n"
+               "--log-dir, writes ready.json and endpoint there); at the end it prints the summary as JSON.\n"
+               "--log-dir gets the plant's files of a `launch run` folder: plant_ticks.csv, trajectory.npz,\n"
+               "progress.json, plant_summary.json, ready.json, endpoint. The controller's files\n"
+               "(controller_ticks.csv, ...), summary.json and the plots are not written: a `run` makes\n"
+               "them from both processes.")
+    p.add_argument("robot", help="robot name (python -m launch robots)")
     p.add_argument("--bind", default="tcp://127.0.0.1:5555", help="ZeroMQ endpoint (default %(default)s)")
-    p.add_argument("--plant", default="ess", help="plant (default %(default)s)")
-    p.add_argument("--mode", default="realtime", choices=("lockstep", "realtime"))
+    p.add_argument("--plant", default="ess", help="plant: ess, nmdp or hybrid (default %(default)s)")
+    p.add_argument("--mode", default="realtime", choices=("lockstep", "realtime"), help="(default %(default)s)")
     p.add_argument("--rate", type=float, default=100.0, help="control rate, Hz (default %(default)s)")
     p.add_argument("--plant-rate", type=float, default=1000.0, help="plant rate, Hz (default %(default)s)")
-    p.add_argument("--hold-ticks", type=int, default=3, help="ticks to hold the last command after a miss")
-    p.add_argument("--duration", type=float, default=None, help="stop after this many simulated seconds")
-    p.add_argument("--log-dir", default=None, help="write the run logs here")
-    p.add_argument("--curve-keys", default=None, help="CurveZMQ key folder (required off loopback)")
+    p.add_argument("--hold-ticks", type=int, default=3,
+                   help="ticks to hold the last command after a miss (default %(default)s)")
+    p.add_argument("--duration", type=float, default=None,
+                   help="stop after this many simulated seconds (default: until Ctrl-C or SIGTERM)")
+    p.add_argument("--log-dir", default=None, help="write the plant's run logs here (default: none)")
+    p.add_argument("--curve-keys", default=None,
+                   help="CurveZMQ key folder (required off loopback; default: none, loopback only)")
     p.set_defaults(func=cmd_serve_plant)
     p = sub.add_parser("profile", help="per-tick latency table and plots of a run folder")
     p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")

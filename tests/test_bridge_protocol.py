@@ -25,8 +25,8 @@ def test_round_trip_is_zero_copy_and_exact():
     np.testing.assert_array_equal(msg.arrays["q"], np.arange(4.0))
     assert msg.arrays["force"].shape == (1, 2) and msg.arrays["contact"].dtype == np.uint8
     assert not msg.arrays["q"].flags.owndata  # a view of the frame, no copy
-    cfg = P.decode(P.encode_json(P.CONFIG, 0, 0.0, {"robot": "hopper"}), None)
-    assert cfg.json() == {"robot": "hopper"}
+    hello = P.decode(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "robot": "hopper"}), None)
+    assert hello.json() == {"protocol": 1, "robot": "hopper"}
 
 
 def _mutate(frames, kind, data):

@@ -50,6 +50,7 @@ def main():
     args = ap.parse_args()
     sock = zmq.Context().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.ROUTING_ID, b"pd-example")  # our own id: a dropped link reconnects into the session
     sock.connect(args.endpoint)
     hello = json.dumps({"protocol": 1, "name": "pd_hopper example"}).encode()
     sock.send_multipart(message(HELLO, 0, 0.0, [(U1, np.frombuffer(hello, np.uint8))]))
@@ -62,14 +63,15 @@ def main():
         msg_type, seq, t, arrays = parse(sock.recv_multipart())
         if msg_type == CONFIG:
             cfg = json.loads(bytes(arrays[0]))
-            joints = [cfg["q_names"].index(n) for n in cfg["u_names"]]
+            joints = cfg["q_index"]  # where each actuated joint sits in q
             q_des = np.array(cfg["q0"])[joints]
             print(f"connected to {cfg['robot']} ({cfg['mode']}, {cfg['control_rate_hz']} Hz)", file=sys.stderr)
         elif msg_type == STATE and joints is not None:
-            q, v = arrays[0], arrays[1]
+            q = arrays[0]
             n = len(joints)
             cmd = [np.zeros(n), q_des, np.zeros(n), np.full(n, args.kp), np.full(n, args.kd)]
-            sock.send_multipart(message(COMMAND, seq, t, [(F8, a) for a in cmd] + [(I8, np.array([seq + 1]))]))
+            valid_until = np.array([-1])  # -1: the plant may hold this command for its hold_ticks
+            sock.send_multipart(message(COMMAND, seq, t, [(F8, a) for a in cmd] + [(I8, valid_until)]))
             sent += 1
             if sent % 100 == 0:
                 print(f"t={t:.2f}s base height {q[cfg['q_names'].index('z')]:.3f} m", file=sys.stderr)
