@@ -39,7 +39,7 @@ TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this 
 class MpcOptions:
     """Everything the MPC controller is configured by (scenario `controller_options`).
 
-    Task: vx (m/s), apex_height (m, hopper only), period (s, reference gait).
+    Task: vx (m/s), apex_height (m, hopping robots: one contact), period (s, reference gait).
     OCP: dt (s per stage; equal to the control period so that the warm start shifts by one
     stage), n_stages, sigma, sigma_friction (relaxations, see mpc.contact_ocp).
     Solver: qp_iter_max, qp_tol, cond_n (partial condensing horizon), hpipm_mode.
@@ -117,7 +117,11 @@ class ContactMpc:
 
     def __init__(self, model: RobotModel, options: MpcOptions = MpcOptions(), *, verbose: bool = True):
         options.validate()
-        task = options.task.validate(model)
+        if not model.name.isidentifier():
+            raise ValueError(f"robot name {model.name!r}: the MPC names its generated C code after the robot, so the "
+                             "name must be a C identifier (letters, digits, '_'); name the model e.g. "
+                             f"{''.join(c if c.isalnum() else '_' for c in model.name)!r}")
+        task = options.task.for_model(model).validate(model)
         self.model, self.options = model, options
         self.problem = ContactOcp(model, options.ocp)
         weights = replace(default_weights(self.problem), z_l1=options.z_l1)
@@ -317,7 +321,9 @@ def plan_joint_limits(model: RobotModel):
     return idx, -hi, hi
 
 
-# per-robot defaults (measured, docs/MPC.md): the hopper's QP is solved with HPIPM's SPEED_ABS
+# per-robot tuning, as data (a robot not listed gets MpcOptions' defaults, its task from its
+# structure: mpc.tasks.task_kind; a scenario's controller_options override both). Measured,
+# docs/MPC.md: the hopper's QP is solved with HPIPM's SPEED_ABS
 # preset (acados feedback p50 0.32 ms against 0.58 with BALANCE in back-to-back 10 s runs, same
 # gait, survives a 2 N s push); the quadruped's whole-body QP (23 states, 24 controls per stage)
 # over 0.2 s without partial condensing, with BALANCE (SPEED_ABS fell; 15 stages fell) and a
@@ -328,7 +334,8 @@ ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45, "hpipm_mode": "SPEED_ABS"},
 
 
 def make_mpc(model: RobotModel, **options) -> ContactMpc:
-    """ContactMpc from scenario options (unknown keys raise ValueError listing the valid ones)."""
+    """ContactMpc from scenario options (unknown keys raise ValueError listing the valid ones):
+    MpcOptions' defaults, then the robot's ROBOT_DEFAULTS entry if it has one, then `options`."""
     valid = {f.name for f in fields(MpcOptions)}
     bad = set(options) - valid
     if bad:
