@@ -2,7 +2,7 @@
 
     Task(vx=0.3, apex_height=0.45, period=0.4)      hopper: hop at apex z (m) and speed vx (m/s)
     Task(vx=0.3, period=0.4)                        quadruped: periodic forward gait at vx
-    Task(vx=0.0, period=0.4)                        any legged robot: a periodic gait in place
+    Task(stand=True)                                any legged robot: stand still in its q0
 
 `period` (s) is the length of one cycle of the offline reference gait; it is the only timing
 information given: when the feet touch down inside it is decided by the optimizer.
@@ -10,7 +10,8 @@ information given: when the feet touch down inside it is decided by the optimize
 The task's kind follows from the robot's structure, not from its name (`task_kind`): a
 floating planar base (coordinates named "x" and "z") with actuators and one contact hops
 ("hop": the gait starts at the apex, apex_height applies); with two or more contacts it walks
-("gait"). The joint ranges the gait and the MPC keep are the model's own (`RobotModel.q_min`,
+("gait"). A stand task (stand=True, any kind) pins the reference to the robot's nominal pose q0:
+the gait problem then only finds the contact forces and torques that hold it. The joint ranges the gait and the MPC keep are the model's own (`RobotModel.q_min`,
 `q_max`, set by the robot's builder; see robots/library/hopper.py).
 """
 from __future__ import annotations
@@ -55,15 +56,17 @@ def task_kind(model: RobotModel) -> str:
 class Task:
     """vx: commanded forward speed, m/s (|vx| <= 2). apex_height: base height at the apex of
     each hop, m (robots that hop, i.e. one contact; None for robots that walk; None for a hopping
-    robot means APEX_DEFAULT x its nominal height). period: reference gait period, s."""
+    robot means APEX_DEFAULT x its nominal height). period: reference gait period, s.
+    stand: stand still in the nominal pose q0 (vx must be 0, no apex_height)."""
 
     vx: float = 0.0
     apex_height: float | None = None
     period: float = 0.4
+    stand: bool = False
 
     def for_model(self, model: RobotModel) -> "Task":
         """This task with the robot's defaults filled in (a hopping robot's apex height)."""
-        if self.apex_height is None and task_kind(model) == "hop":
+        if self.apex_height is None and task_kind(model) == "hop" and not self.stand:
             return replace(self, apex_height=round(APEX_DEFAULT * _z0(model), 6))
         return self
 
@@ -74,7 +77,11 @@ class Task:
             raise ValueError(f"task vx must be a speed in [-{MAX_SPEED}, {MAX_SPEED}] m/s, got {self.vx}")
         if not (np.isfinite(self.period) and 0.1 <= self.period <= 2.0):
             raise ValueError(f"task period must be in [0.1, 2.0] s, got {self.period}")
-        if kind == "hop":
+        if self.stand:
+            if self.vx != 0 or self.apex_height is not None:
+                raise ValueError(f"a stand task keeps {model.name!r} still in its q0: set vx = 0 and no apex_height "
+                                 f"(got vx={self.vx}, apex_height={self.apex_height})")
+        elif kind == "hop":
             lo, hi = (round(f * _z0(model), 6) for f in APEX_RANGE)
             if self.apex_height is None or not (lo <= self.apex_height <= hi):
                 raise ValueError(f"{model.name} task apex_height must be in [{lo:g}, {hi:g}] m (base height at the "
@@ -96,6 +103,8 @@ class Task:
         """A trivial initial-guess state: nominal pose (a hopping robot at the apex), joints at
         the robot's GUESS_POSES entry if it has one, moving forward at vx."""
         q = model.q0.copy()
+        if self.stand:
+            return np.concatenate([q, np.zeros(model.nv)])
         if task_kind(model) == "hop":
             q[model.q_names.index("z")] = self.apex_height
         for name, angle in GUESS_POSES.get(model.name, {}).items():
@@ -116,7 +125,12 @@ class Task:
         g += [X[n] - X[0] - shift, X[0][ix]]  # periodic, starting at x = 0
         lb += [np.zeros(ocp.nx), 0.0]
         ub += [np.zeros(ocp.nx), 0.0]
-        if task_kind(model) == "hop":
+        if self.stand:  # every stage at rest in q0 (x = 0): only forces and torques are free
+            for k in range(n + 1):
+                g += [X[k]]
+                lb += [np.concatenate([model.q0, np.zeros(model.nv)])]
+                ub += [np.concatenate([model.q0, np.zeros(model.nv)])]
+        elif task_kind(model) == "hop":
             g += [X[0][iz], X[0][nq + iz]]  # at the apex: z = apex height, vertical speed 0
             lb += [self.apex_height, 0.0]
             ub += [self.apex_height, 0.0]
