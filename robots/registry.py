@@ -192,7 +192,8 @@ def _load_path(spec: str, *, what: str) -> Callable[..., RobotModel]:
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
+            public = sorted(n for n, v in vars(module).items() if not n.startswith("_") and callable(v)
+                            and getattr(v, "__module__", None) == module_name)  # defined there, not imported
             raise ValueError(f"{what}: module {module_name!r} has no attribute {attr!r}; define it "
                              f"(a function returning a RobotModel) or name an existing one: {', '.join(public) or 'none'}")
         obj = getattr(obj, part)
