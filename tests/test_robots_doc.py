@@ -142,6 +142,9 @@ def test_shell_steps(step, tmp_path, biped):
                 while not (said and said[-1].startswith("serving")):  # the doc: wait until it says so
                     said.append(proc.stderr.readline())
                     assert said[-1], f"{line}\nexited before serving:\n{''.join(said)}{proc.communicate()}"
+                if "'ready ENDPOINT' on stdout" in said[-1]:  # the bridge branch's serve-plant: ready comes later
+                    while not proc.stdout.readline().startswith("ready"):
+                        assert proc.poll() is None, f"{line}\nexited before ready: {proc.communicate()}"
                 continue
             out = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
             assert out.returncode == 0, f"{line}\nexit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
