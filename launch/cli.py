@@ -1,6 +1,6 @@
 """The command-line interface. Each sub-command is a small function taking parsed arguments.
 
-    python -m launch robots [--json]        table of robots (nq, nv, nu, contacts)
+    python -m launch robots [ROBOT ...] [--json]   table of robots (nq, nv, nu, contacts, source)
     python -m launch demo                   the main job (what exists so far, said plainly)
     python -m launch bench <name> [--json]  reproducible benchmarks (`bench --list`)
     python -m launch plan <scenario> [--json] offline time-freezing/FESD plan (hopper-holes, particle)
@@ -13,33 +13,47 @@ import sys
 from typing import Sequence
 
 
-def robot_table() -> list[dict]:
-    """One row per registered robot: name, nq, nv, nu, ncontacts (default parameters)."""
+def robot_table(extra: Sequence[str] = ()) -> list[dict]:
+    """One row per robot (registered and entry-point robots, then `extra` names or import
+    paths): name, nq, nv, nu, ncontacts (default parameters), source. A robot that cannot be
+    built (a broken entry point, say) gets its row with nq..ncontacts None and "error" saying why."""
     from robots import get_robot, robot_names
+    from robots.registry import robot_source
 
     rows = []
-    for name in robot_names():
-        m = get_robot(name)
-        rows.append({"name": name, "nq": m.nq, "nv": m.nv, "nu": m.nu, "ncontacts": m.nc})
+    for name in dict.fromkeys([*robot_names(), *extra]):
+        row = {"name": name, "nq": None, "nv": None, "nu": None, "ncontacts": None, "source": "unknown"}
+        try:
+            row["source"] = robot_source(name)
+            m = get_robot(name)
+            row.update(nq=m.nq, nv=m.nv, nu=m.nu, ncontacts=m.nc)
+        except ValueError as exc:
+            row["error"] = str(exc)
+        rows.append(row)
     return rows
 
 
 def cmd_robots(args: argparse.Namespace) -> int:
-    """Print the robot table (or JSON)."""
-    rows = robot_table()
+    """Print the robot table (or JSON); a robot that cannot be built is listed with its error
+    (and the exit code is 1)."""
+    rows = robot_table(args.robot)
+    broken = [r for r in rows if "error" in r]
     if args.json:
         print(json.dumps(rows))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
+    else:
+        from rich.console import Console
+        from rich.table import Table
 
-    table = Table(title="robots (python -m launch robots --json for machine-readable output)")
-    for col in ("name", "nq", "nv", "nu", "ncontacts"):
-        table.add_column(col, justify="left" if col == "name" else "right")
-    for r in rows:
-        table.add_row(r["name"], *(str(r[k]) for k in ("nq", "nv", "nu", "ncontacts")))
-    Console().print(table)
-    return 0
+        table = Table(title="robots (python -m launch robots --json for machine-readable output)")
+        for col in ("name", "nq", "nv", "nu", "ncontacts", "source"):
+            table.add_column(col, justify="right" if col in ("nq", "nv", "nu", "ncontacts") else "left")
+        for r in rows:
+            table.add_row(r["name"], *("-" if r[k] is None else str(r[k]) for k in ("nq", "nv", "nu", "ncontacts")),
+                          r["source"])
+        Console().print(table)
+    for r in broken:
+        print(f"error: {r['error']}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -55,6 +69,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .scenario import load_scenario
 
     sc = load_scenario(args.scenario)
+    if args.robot is not None and args.robot != sc.robot:
+        sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
     if args.controller is not None and args.controller != sc.controller:
         sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
     sc = sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
@@ -159,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("robots", help="list the robots with nq, nv, nu and number of contacts")
+    p.add_argument("robot", nargs="*", help="also these robots: names or import paths package.module:build")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_robots)
     p = sub.add_parser("demo", help="run the main job (what `make demo` runs)")
@@ -167,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
     p.add_argument("--duration", type=float, help="simulated seconds")
     p.add_argument("--mode", choices=("lockstep", "realtime"), help="override the scenario's mode")
-    p.add_argument("--plant", help="override the plant (ess, hybrid)")
+    p.add_argument("--robot", help="override the robot: a name (python -m launch robots) or an import path "
+                                   "package.module:build, importable from the current folder or PYTHONPATH")
+    p.add_argument("--plant", help="override the plant (ess, nmdp, hybrid)")
     p.add_argument("--controller", help="override the controller (pd, mpc)")
     p.add_argument("--push", type=float, default=None, metavar="N",
                    help="push of N newton-seconds on the base (horizontal, at mid-run by default)")
@@ -186,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                "progress.json, plant_summary.json, ready.json, endpoint. The controller's files\n"
                "(controller_ticks.csv, ...), summary.json and the plots are not written: a `run` makes\n"
                "them from both processes.")
-    p.add_argument("robot", help="robot name (python -m launch robots)")
+    p.add_argument("robot", help="a robot name (python -m launch robots) or an import path package.module:build, "
+                                 "importable from the current folder or PYTHONPATH")
     p.add_argument("--bind", default="tcp://127.0.0.1:5555", help="ZeroMQ endpoint (default %(default)s)")
     p.add_argument("--plant", default="ess", help="plant: ess, nmdp or hybrid (default %(default)s)")
     p.add_argument("--mode", default="realtime", choices=("lockstep", "realtime"), help="(default %(default)s)")

@@ -109,6 +109,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     targets = scenario.controller_options if scenario.controller == "mpc" else {}
     if scenario.controller_options.get("plan"):
         targets = {}  # a plan has no apex or speed target
+    elif scenario.controller == "mpc" and scenario.controller_options.get("stand"):
+        targets = {"vx": 0.0}  # a stand task (mpc.tasks)
     elif scenario.controller == "mpc" and scenario.robot == "hopper":
         targets = {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
     elif scenario.controller == "mpc":

@@ -3,6 +3,13 @@
 Named scenarios live in launch/scenarios/<name>.toml; `load_scenario` also takes a path.
 Command-line overrides are applied with `with_overrides`, validated once, and the final
 scenario is saved into the run folder (scenario.json).
+
+`robot` is a robot name (`python -m launch robots`: built-in or an installed package's entry
+point) or an import path "package.module:build" (docs/ROBOTS.md). The run's plant and
+controller are child processes started in the same folder with the same environment: the
+module must be importable from there (the current folder or PYTHONPATH), not only through
+sys.path changes made inside a Python script, and a name given to `register_robot` in this
+process is unknown to them (use its import path).
 """
 from __future__ import annotations
 
@@ -12,7 +19,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from robots import robot_names
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -45,8 +51,7 @@ class Scenario:
         from mpc.controllers import CONTROLLERS
         from sim.registry import PLANTS
 
-        if self.robot not in robot_names():
-            raise ValueError(f"scenario {self.name!r}: unknown robot {self.robot!r}; available: {', '.join(robot_names())}")
+        _check_robot(self.name, self.robot)
         if self.plant not in PLANTS:
             raise ValueError(f"scenario {self.name!r}: unknown plant {self.plant!r}; available: {', '.join(PLANTS)}")
         if self.controller not in CONTROLLERS:
@@ -93,6 +98,25 @@ class Scenario:
     def from_json(cls, text: str) -> "Scenario":
         """Inverse of to_json."""
         return cls(**json.loads(text))
+
+
+def _check_robot(scenario: str, robot: str) -> None:
+    """Raise ValueError (prefixed with the scenario's name) unless the run's child processes can
+    build `robot`: a known name, or an import path whose module imports and whose builder
+    returns a RobotModel (built here once; get_robot caches it)."""
+    from robots import get_robot
+    from robots.registry import check_robot, is_import_path, robot_source
+
+    try:
+        check_robot(robot)
+        if is_import_path(robot):
+            get_robot(robot)
+        elif robot_source(robot) == "registered":
+            raise ValueError(f"robot {robot!r} was registered with register_robot in this process only; the run's "
+                             "plant and controller processes cannot see it: give its import path "
+                             "'package.module:build' instead (or declare it in the entry-point group legmpc.robots)")
+    except ValueError as exc:
+        raise ValueError(f"scenario {scenario!r}: {exc}") from exc
 
 
 def scenario_names() -> list[str]:

@@ -74,9 +74,13 @@ def _key(model: RobotModel, task: Task, options: OcpOptions, n: int) -> str:
     options = replace(options, n_stages=n)  # the MPC horizon does not change the gait
     ocp = ContactOcp(model, options)
     formulation = str(ocp.x_next) + str(ocp.comp)  # any change of dynamics or contact model re-solves
+    # the task's constraints and initial guess read q0, the joint ranges and the guess pose: a
+    # robot from outside the library may change them without changing its name or params
+    guess = task.validate(model).apex_state(model).tolist()
     blob = json.dumps({"robot": model.name, "params": {k: str(v) for k, v in model.params.items()},
                        "task": asdict(task), "options": asdict(options), "n": n, "formulation": formulation,
-                       "costs": GAIT_COST_VERSION}, sort_keys=True)
+                       "costs": GAIT_COST_VERSION, "q0": model.q0.tolist(), "q_min": model.q_min.tolist(),
+                       "q_max": model.q_max.tolist(), "guess": guess}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

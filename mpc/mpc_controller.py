@@ -32,6 +32,7 @@ from .tasks import Task
 # fell) and the SQP-RTI iterations at the plan's start before the first tick (see __init__)
 PLAN_X_WEIGHT = 10.0
 PLAN_PRESOLVE_ITERATIONS = 40
+DEFAULT_VX = 0.3  # m/s, the forward speed of a walking or hopping task when none is given
 TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this is in contact (touchdown records)
 
 
@@ -39,7 +40,8 @@ TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this 
 class MpcOptions:
     """Everything the MPC controller is configured by (scenario `controller_options`).
 
-    Task: vx (m/s), apex_height (m, hopper only), period (s, reference gait).
+    Task: vx (m/s), apex_height (m, hopping robots: one contact), period (s, reference gait),
+    stand (stand still in q0; vx must be 0; see mpc.tasks).
     OCP: dt (s per stage; equal to the control period so that the warm start shifts by one
     stage), n_stages, sigma, sigma_friction (relaxations, see mpc.contact_ocp).
     Solver: qp_iter_max, qp_tol, cond_n (partial condensing horizon), hpipm_mode.
@@ -53,7 +55,7 @@ class MpcOptions:
     periodic gait; its time axis is the plant's time (the plan starts at t = 0).
     """
 
-    vx: float = 0.3
+    vx: float | None = None  # None: DEFAULT_VX, or 0 for a stand task
     apex_height: float | None = None
     period: float = 0.4
     dt: float = 0.01
@@ -70,6 +72,7 @@ class MpcOptions:
     deadline_s: float = 0.009
     inject_delay_s: float = 0.0
     plan: str | None = None
+    stand: bool = False
 
     def validate(self) -> "MpcOptions":
         """Raise ValueError naming the bad field; return self."""
@@ -88,7 +91,8 @@ class MpcOptions:
     @property
     def task(self) -> Task:
         """The locomotion task part."""
-        return Task(vx=self.vx, apex_height=self.apex_height, period=self.period)
+        vx = self.vx if self.vx is not None else 0.0 if self.stand else DEFAULT_VX
+        return Task(vx=vx, apex_height=self.apex_height, period=self.period, stand=self.stand)
 
     @property
     def ocp(self) -> OcpOptions:
@@ -117,7 +121,11 @@ class ContactMpc:
 
     def __init__(self, model: RobotModel, options: MpcOptions = MpcOptions(), *, verbose: bool = True):
         options.validate()
-        task = options.task.validate(model)
+        if not model.name.isidentifier():
+            raise ValueError(f"robot name {model.name!r}: the MPC names its generated C code after the robot, so the "
+                             "name must be a C identifier (letters, digits, '_'); name the model e.g. "
+                             f"{''.join(c if c.isalnum() else '_' for c in model.name)!r}")
+        task = options.task.for_model(model).validate(model)
         self.model, self.options = model, options
         self.problem = ContactOcp(model, options.ocp)
         weights = replace(default_weights(self.problem), z_l1=options.z_l1)
@@ -317,7 +325,9 @@ def plan_joint_limits(model: RobotModel):
     return idx, -hi, hi
 
 
-# per-robot defaults (measured, docs/MPC.md): the hopper's QP is solved with HPIPM's SPEED_ABS
+# per-robot tuning, as data (a robot not listed gets MpcOptions' defaults, its task from its
+# structure: mpc.tasks.task_kind; a scenario's controller_options override both). Measured,
+# docs/MPC.md: the hopper's QP is solved with HPIPM's SPEED_ABS
 # preset (acados feedback p50 0.32 ms against 0.58 with BALANCE in back-to-back 10 s runs, same
 # gait, survives a 2 N s push); the quadruped's whole-body QP (23 states, 24 controls per stage)
 # over 0.2 s without partial condensing, with BALANCE (SPEED_ABS fell; 15 stages fell) and a
@@ -328,7 +338,8 @@ ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45, "hpipm_mode": "SPEED_ABS"},
 
 
 def make_mpc(model: RobotModel, **options) -> ContactMpc:
-    """ContactMpc from scenario options (unknown keys raise ValueError listing the valid ones)."""
+    """ContactMpc from scenario options (unknown keys raise ValueError listing the valid ones):
+    MpcOptions' defaults, then the robot's ROBOT_DEFAULTS entry if it has one, then `options`."""
     valid = {f.name for f in fields(MpcOptions)}
     bad = set(options) - valid
     if bad:

@@ -85,6 +85,9 @@ class RobotModel:
         u_max: symmetric actuator limits |u| <= u_max, N or N m.
         params: the published or chosen physical parameters, for documentation and hashing.
         mjcf: the MJCF (MuJoCo XML) of the same model, for side-by-side simulation.
+        q_min, q_max: the range (nq each, m or rad) a controller keeps each coordinate in;
+            -inf / +inf (the default, None) means unlimited. The MPC keeps the finite ones
+            (soft bounds); the plants do not enforce them and the MJCF does not export them.
     """
 
     name: str
@@ -106,6 +109,8 @@ class RobotModel:
     u_max: np.ndarray
     params: Mapping[str, Any] = field(default_factory=dict)
     mjcf: str = ""
+    q_min: np.ndarray | None = None
+    q_max: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         nq, nv = self.q.numel(), self.v.numel()
@@ -123,7 +128,16 @@ class RobotModel:
         names = [c.name for c in self.contacts]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.name}: duplicate contact names {names}")
-        for fname in ("B", "q0", "u_max"):  # private read-only copies: the model is frozen
+        for fname, fill in (("q_min", -np.inf), ("q_max", np.inf)):
+            value = getattr(self, fname)
+            arr = np.full(nq, fill) if value is None else np.asarray(value, dtype=np.float64)
+            if arr.shape != (nq,) or np.isnan(arr).any():
+                raise ValueError(f"{self.name}: {fname} must be {nq} numbers (-inf/inf for no limit), got {value!r}")
+            object.__setattr__(self, fname, arr)
+        if np.any(self.q_min > self.q_max):
+            bad = [n for n, lo, hi in zip(self.q_names, self.q_min, self.q_max) if lo > hi]
+            raise ValueError(f"{self.name}: q_min > q_max for {bad}")
+        for fname in ("B", "q0", "u_max", "q_min", "q_max"):  # private read-only copies: the model is frozen
             arr = np.array(getattr(self, fname), dtype=np.float64)
             arr.setflags(write=False)
             object.__setattr__(self, fname, arr)

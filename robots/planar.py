@@ -32,6 +32,8 @@ class Joint:
     u_max: motor limit, N or N m.
     stiffness, rest: passive spring tau = -stiffness (q - rest), N/m or N m/rad.
     damping: passive damper tau = -damping v, N s/m or N m s/rad.
+    range: (lower, upper), m or rad: the range a controller keeps the joint in (the model's
+        q_min/q_max; the MPC keeps it, plants and MJCF do not); None = unlimited.
     """
 
     name: str
@@ -42,6 +44,7 @@ class Joint:
     stiffness: float = 0.0
     rest: float = 0.0
     damping: float = 0.0
+    range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,8 @@ def build_planar_robot(
         u_max=np.array([joints[k].u_max for k in actuated]),
         params=dict(tree.params),
         mjcf=to_mjcf(tree),
+        q_min=[-np.inf if j.range is None else j.range[0] for j in joints],
+        q_max=[np.inf if j.range is None else j.range[1] for j in joints],
     )
 
 
@@ -214,6 +219,10 @@ def _validate_tree(tree: PlanarTree) -> None:
                 hinge_seen = True
             elif body.parent is not None or hinge_seen:
                 raise ValueError(f"{tree.name}: slide joint {joint.name!r} must be on a root body, before its hinges")
+        for joint in body.joints:
+            if joint.range is not None and (len(joint.range) != 2 or not joint.range[0] <= joint.range[1]):
+                raise ValueError(f"{tree.name}: joint {joint.name!r} range must be (lower, upper) with lower <= upper, "
+                                 f"got {joint.range!r}")
         if body.mass < 0 or body.inertia < 0:
             raise ValueError(f"{tree.name}: body {body.name!r} has negative mass or inertia")
     for pc in tree.point_contacts:

@@ -33,6 +33,10 @@ PARAMS = {
     "b_contact": 100.0,  # N s/m, compliant plants only (our choice: ~0.2 of critical)
 }
 
+# the joint ranges a controller keeps (rad; the model's q_min/q_max, not in PARAMS: they are
+# the MPC's choice, not published): the knee stays bent (never straight or reversed)
+JOINT_RANGES = {"hip": (-1.2, 1.2), "knee": (-2.4, -0.05)}
+
 
 def build(**overrides):
     """The hopper `RobotModel`; keyword overrides replace entries of PARAMS."""
@@ -42,10 +46,12 @@ def build(**overrides):
         bodies=(
             Body("body", None, (0.0, 0.0), (Joint("x", "slide_x"), Joint("z", "slide_z")), p["m_body"],
                  segment=((0.0, 0.0), (0.0, p["l_base_hip"] + p["l_head"]))),
-            Body("thigh", "body", (0.0, 0.0), (Joint("hip", "hinge", actuated=True, u_max=p["u_max"]),),
+            Body("thigh", "body", (0.0, 0.0), (Joint("hip", "hinge", actuated=True, u_max=p["u_max"],
+                                                     range=JOINT_RANGES["hip"]),),
                  p["m_thigh"], com=(0.0, -p["s_thigh"]), inertia=p["I_thigh"],
                  segment=((0.0, 0.0), (0.0, -p["l_thigh"]))),
-            Body("shank", "thigh", (0.0, -p["l_thigh"]), (Joint("knee", "hinge", actuated=True, u_max=p["u_max"]),),
+            Body("shank", "thigh", (0.0, -p["l_thigh"]), (Joint("knee", "hinge", actuated=True, u_max=p["u_max"],
+                                                           range=JOINT_RANGES["knee"]),),
                  p["m_shank"], com=(0.0, -p["s_shank"]), inertia=p["I_shank"],
                  segment=((0.0, 0.0), (0.0, -p["l_shank"]))),
         ),

@@ -37,6 +37,8 @@ PARAMS = {
     "hip0": 0.8,  # rad, standing pose
     "knee0": -1.6,  # rad
 }
+# the joint ranges a controller keeps (rad; the model's q_min/q_max, the MPC's choice)
+JOINT_RANGES = {"hip": (-0.2, 1.8), "knee": (-2.6, -0.6)}
 LEGS = (("fl", 1.0), ("fr", 1.0), ("hl", -1.0), ("hr", -1.0))
 
 
@@ -50,11 +52,12 @@ def build(**overrides):
     contacts = []
     for leg, side in LEGS:
         bodies.append(Body(f"{leg}_thigh", "torso", (side * p["hip_x"], 0.0),
-                           (Joint(f"{leg}_hip", "hinge", actuated=True, u_max=p["u_max"]),),
+                           (Joint(f"{leg}_hip", "hinge", actuated=True, u_max=p["u_max"], range=JOINT_RANGES["hip"]),),
                            p["m_thigh"], com=(0.0, -p["s_thigh"]), inertia=p["I_thigh"],
                            segment=((0.0, 0.0), (0.0, -p["l_thigh"]))))
         bodies.append(Body(f"{leg}_calf", f"{leg}_thigh", (0.0, -p["l_thigh"]),
-                           (Joint(f"{leg}_knee", "hinge", actuated=True, u_max=p["u_max"]),),
+                           (Joint(f"{leg}_knee", "hinge", actuated=True, u_max=p["u_max"],
+                                  range=JOINT_RANGES["knee"]),),
                            p["m_calf"], com=(0.0, -p["s_calf"]), inertia=p["I_calf"],
                            segment=((0.0, 0.0), (0.0, -p["l_calf"]))))
         contacts.append(PointContact(f"{leg}_foot", f"{leg}_calf", (0.0, -p["l_calf"]), mu=p["mu"],
