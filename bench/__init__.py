@@ -5,6 +5,7 @@ Each entry maps a name to (function(args) -> dict of figures, one-line descripti
 from __future__ import annotations
 
 from .bridge import bench_bridge
+from .bridge_fuzz import bench_bridge_fuzz
 from .codegen_cache import bench_codegen_cache
 from .contact_methods import bench_contact_methods
 from .ess import bench_ess_hopper, bench_ess_order, bench_ess_plate, bench_sim_rtf
@@ -13,6 +14,7 @@ from .nmdp import bench_nmdp_stability
 
 BENCHMARKS = {
     "bridge": (bench_bridge, "STATE -> COMMAND round trip over loopback TCP, quadruped-sized (RTT, exchanges/s)"),
+    "bridge-fuzz": (bench_bridge_fuzz, "100,000 hostile messages (--repeats N) against a serve-plant process: rejections by reason, plant exits, RSS growth, a clean session after"),
     "codegen-cache": (bench_codegen_cache, "cold vs warm start of the compiled robot functions (cache speed-up)"),
     "contact-methods": (bench_contact_methods, "point-mass drop and rocking block: event-driven reference vs hybrid reset, penalty, time-stepping (PNG under runs/bench/)"),
     "ess-order": (bench_ess_order, "ESS order test (seed 000 Table 1): slope of RMS error vs 1/eps"),
