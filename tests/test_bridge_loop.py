@@ -4,6 +4,7 @@ The plant server runs in the test's main thread; controllers run in threads or p
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -128,7 +129,8 @@ ControllerClient(sys.argv[1], make_controller("pd", get_robot("hopper")), Client
 
 def test_killed_controller_means_hold_then_damp_and_a_new_one_takes_over(tmp_path):
     endpoint = f"ipc://{tmp_path}/p"
-    server = _server(endpoint, mode="realtime", control_rate_hz=20.0, duration_s=6.0, hold_ticks=2)
+    server = _server(endpoint, mode="realtime", control_rate_hz=20.0, duration_s=6.0, hold_ticks=2,
+                     log_dir=str(tmp_path / "log"))
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
 
     def choreography():
@@ -163,6 +165,11 @@ def test_killed_controller_means_hold_then_damp_and_a_new_one_takes_over(tmp_pat
     assert set(statuses[first_miss + 2:first_miss + length]) == {"damp"}
     assert "ok" in statuses[first_miss + length:], "the second controller never took over"
     assert summary["hellos"] == 2 and len(server.log.rows) == summary["ticks"] == 120
+    # the run folder is complete despite the kill: every tick logged, the summary written
+    log = tmp_path / "log"
+    assert len((log / "plant_ticks.csv").read_text().strip().splitlines()) == 1 + 120
+    assert len(np.load(log / "trajectory.npz")["t"]) == 120
+    assert json.loads((log / "plant_summary.json").read_text())["ticks"] == 120
 
 
 def test_killed_plant_makes_the_controller_exit_cleanly(tmp_path):
@@ -208,8 +215,6 @@ def test_curve_keys_admit_the_right_controller_only(tmp_path):
 
 
 def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path):
-    import json
-
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, "-c",
                              "import sys; from launch.run import run; from launch.scenario import load_scenario; "
