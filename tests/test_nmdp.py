@@ -13,7 +13,7 @@ import pytest
 
 from robots import get_robot
 from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
-from sim.nmdp import NmdpError, NmdpPlant
+from sim.nmdp import NmdpPlant
 from sim.nmdp.qp import DenseQp
 from sim.nmdp.terms import nmdp_library
 from sim.protocol import JointCommand
@@ -145,12 +145,19 @@ def test_hard_step_triggers_halving_and_completes():
     assert state.t == pytest.approx(0.05)
     assert np.isfinite(state.q).all() and np.isfinite(state.v).all()
     assert plant.stats["min_dt"] == last["min_dt"]
-    # without Algorithm 2 the same step is reported as a failure, state untouched
+    # without Algorithm 2 the same step is reported as a failure (never raised out of step): the
+    # state before it, flagged with the violation, and held until reset
     rigid = NmdpPlant(model, method="pgm", stiffness=1e7, adaptive=False, verbose=False)
     rigid.reset(q0, [0.5, -3.0, 1.0])
-    with pytest.raises(NmdpError, match="diverged"):
-        rigid.step(JointCommand.zero(0), 0.05)
+    failed = rigid.step(JointCommand.zero(0), 0.05)
+    assert "diverged" in failed.violation and failed.t == 0.0
     np.testing.assert_array_equal(rigid.q, q0)
+    np.testing.assert_array_equal(failed.q, q0)
+    again = rigid.step(JointCommand.zero(0), 0.05)
+    assert again.violation == failed.violation and again.t == 0.0
+    with pytest.raises(ValueError, match="kp"):  # a bad command still raises
+        rigid.step(JointCommand(np.zeros(0), kp=np.zeros(1)), 0.05)
+    assert rigid.reset(q0).violation == ""
 
 
 @pytest.mark.parametrize("method", ["pgm", "mdp"])

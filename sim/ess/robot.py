@@ -39,6 +39,7 @@ from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel, check_vector
 
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
 from . import kernel as K
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
@@ -610,13 +611,17 @@ class EssPlant:
         w_reuse: ros21/ros23: how many further steps W (and its factor) is kept while the contact
             modes and the command's gains are unchanged (0: rebuilt at every new state; the
             accuracy and speed of each: docs/ESS.md).
-        on_violation: "locate" (default: exact event location where liveness fails) or "raise".
+        on_violation: "locate" (default: exact event location where liveness fails) or "raise"
+            (advance() and rollout() raise LivenessError; step() reports it in the state's violation).
+        penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
+            (sim/invariants.py; default 0.02).
         cache_dir, verbose: code-generation cache folder and whether to announce compiling.
     """
 
     def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
                  h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
                  w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
+                 penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M,
                  cache_dir: Path | str | None = None, verbose: bool = True):
         if model.nq != model.nv:
             raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
@@ -642,9 +647,10 @@ class EssPlant:
         if on_violation not in ("locate", "raise"):
             raise ValueError(f"EssPlant: on_violation must be 'locate' or 'raise', got {on_violation!r}")
         self.model = model
+        self.invariants = Invariants(model, penetration_limit_m)
         self.options = dict(eps=eps, rtol=rtol, atol=atol, h_max=h_max, method=method, slip_speed=slip_speed,
                             liftoff=liftoff, w_reuse=int(w_reuse), on_violation=on_violation,
-                            max_events=max_events)
+                            max_events=max_events, penetration_limit_m=self.invariants.limit)
         lib = _lib(model, cache_dir, verbose)
         nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
         n, m = nq + nv, 2 * nc
@@ -686,6 +692,8 @@ class EssPlant:
         c = self._cmd  # the held command's fields, as views of p (what step(None) holds)
         self._held = JointCommand(*(self._p[c + k * nu:c + (k + 1) * nu] for k in range(5)))
         self._ready = False
+        self._good: PlantState | None = None  # the last state returned without a violation
+        self.violation = ""  # latched until reset (sim/invariants.py)
         # guard bookkeeping, as views of the plant's arrays
         self.guards = GuardState(self._F[F_EPS + m:F_EPS + 2 * m], self._B[0], self._B[1], self._B[2])
 
@@ -722,7 +730,10 @@ class EssPlant:
         self._p[self._cmd:] = 0.0
         self._F[F_HSTEP:F_HSTEP + 2] = (min(1e-3, self.options["h_max"]), 1e-4)
         self._ready = True
-        return self.state()
+        self.violation = ""
+        self.invariants.reset_report()
+        state = self.state()
+        return self._checked(state, self.invariants.gaps(state.q))
 
     def set_command(self, command: JointCommand) -> None:
         """Hold `command` (validated against the model) until the next call."""
@@ -748,6 +759,10 @@ class EssPlant:
             fast = self._fast = step_fields()
         wk, wi, B = self._wk, self._wi, self._B
         c = self._held if command is None else command
+        if self.violation:  # the physics failed earlier: hold the last good state until reset
+            if command is not None:
+                pack_command(command, self.model)  # a bad command still raises ValueError
+            return self._violated(self.violation)
         try:
             status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end)
         except (TypeError, AttributeError):
@@ -757,10 +772,31 @@ class EssPlant:
             packed = pack_command(command, self.model)
             status = fast(wk, wi, B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu], packed[3 * nu:4 * nu],
                           packed[4 * nu:], t_end)
-        if status != K.OK:
-            self._raise(status)
+        if status != K.OK:  # a physics failure: never raised out of step (sim/invariants.py)
+            what = (f"liveness violated at guard {int(self._I[I_GUARD])}" if status == K.LIVENESS
+                    else K.STATUS_TEXT[status])
+            return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
         q, v, force, tau, contact = self._outputs
-        return PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
+        n = self.system.n
+        state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
+        # fill_outputs left the outputs at x in fout: the gaps phi(x) follow x
+        return self._checked(state, self.system.ctx[2][n:n + self.model.nc])
+
+    def _checked(self, state: PlantState, gaps: np.ndarray) -> PlantState:
+        """`state` with its invariants checked (sim/invariants.py); keeps it as the last good one."""
+        violation = self.invariants.check(state.t, state.q, state.v, gaps)
+        finite = np.isfinite(state.q).all() and np.isfinite(state.v).all()
+        if finite or self._good is None:
+            self._good = state
+        return self._violated(violation) if violation else state
+
+    def _violated(self, violation: str) -> PlantState:
+        """Latch `violation` (printed once) and return the last good state with it."""
+        self.violation = violation
+        self.invariants.report(violation)
+        out = self._good.copy()
+        out.violation = violation
+        return out
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
@@ -819,7 +855,7 @@ class EssPlant:
         m = self.model
         force, tau, contact = np.empty((m.nc, 2)), np.empty(m.nu), np.empty(m.nc, np.bool_)
         fill_outputs(self.x, self.guards.sigma, self._p, self.system.ctx, force, tau, contact)
-        return PlantState(self.t, self.x[:m.nq].copy(), self.x[m.nq:].copy(), contact, force, tau)
+        return PlantState(self.t, self.x[:m.nq].copy(), self.x[m.nq:].copy(), contact, force, tau, self.violation)
 
     @property
     def stats(self) -> dict:

@@ -36,6 +36,7 @@ from scipy.integrate import solve_ivp
 
 from robots import numeric
 from robots.model import RobotModel, check_vector
+from sim.invariants import Invariants
 from sim.protocol import JointCommand, PlantState, actuated_joints
 
 from .cfun import address_table
@@ -100,6 +101,9 @@ class HybridPlant:
         self.stick = np.array(stick, dtype=bool)
         self._cmd = JointCommand.zero(model.nu).validated(model)
         self._t: float | None = None
+        self.invariants = Invariants(model, self.options.penetration_limit_m)
+        self.violation = ""  # latched until reset (sim/invariants.py)
+        self._good: PlantState | None = None  # the last state returned without a violation
         self.events: list[HybridEvent] = []
         self.stats: dict = {}
 
@@ -127,8 +131,11 @@ class HybridPlant:
         self.stats = {k: 0 for k in ("touchdowns", "liftoffs", "slips", "zeno", "mode_changes", "segments",
                                      "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations")}
         self._impact_times: list[float] = []
+        self.violation = ""
+        self.invariants.reset_report()
+        self._good = None
         self._resolve("reset")
-        return self.state()
+        return self._checked(self.state())
 
     def step(self, command: JointCommand, dt: float) -> PlantState:
         """Advance dt seconds under `command` (held; impedance law evaluated continuously)."""
@@ -137,12 +144,39 @@ class HybridPlant:
         if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
             raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
         cmd = command.validated(self.model)
+        if self.violation:  # the physics failed earlier: hold the last good state until reset
+            return self._held()
         changed = any(not np.array_equal(getattr(cmd, f), getattr(self._cmd, f))
                       for f in ("tau_ff", "q_des", "v_des", "kp", "kd"))
         self._cmd = cmd
-        if changed:
-            self._resolve("command")  # e.g. a thrust above the weight lifts a contact at once
-        return self.advance(self._t + float(dt))
+        try:
+            if changed:
+                self._resolve("command")  # e.g. a thrust above the weight lifts a contact at once
+            state = self.advance(self._t + float(dt))
+        except (RuntimeError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
+            # a physics failure (no consistent mode, the integrator failed, a singular system):
+            # never raised mid-run; the last good state is returned with the reason
+            self.violation = f"hybrid plant failed at t={self._t:.6g} s: {str(exc).splitlines()[0]}"
+            self.invariants.report(self.violation)
+            return self._held()
+        return self._checked(state)
+
+    def _checked(self, state: PlantState) -> PlantState:
+        """`state` with its invariants checked (sim/invariants.py); a violation is latched."""
+        violation = self.invariants.check(state.t, state.q, state.v)
+        if violation and (self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all())):
+            self._good = state
+        if violation:
+            self.violation = violation
+            self.invariants.report(violation)
+            return self._held()
+        self._good = state
+        return state
+
+    def _held(self) -> PlantState:
+        out = self._good.copy()
+        out.violation = self.violation
+        return out
 
     def advance(self, t_end: float) -> PlantState:
         """Integrate to time t_end (s) under the current command; returns the state there."""
@@ -175,7 +209,7 @@ class HybridPlant:
                 force[self._rows_c[r], self._rows_k[r]] = lam[r]
         contact = np.zeros(self.nc, dtype=bool)
         contact[list(self._mode)] = True
-        return PlantState(self._t, self._q.copy(), self._v.copy(), contact, force, tau)
+        return PlantState(self._t, self._q.copy(), self._v.copy(), contact, force, tau, self.violation)
 
     @property
     def mode(self) -> tuple:

@@ -20,6 +20,7 @@ import numpy as np
 
 from robots.model import RobotModel, check_vector
 
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, check_penetration_limit
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
 from . import kernel as K
 from .qp import DenseQp
@@ -56,6 +57,8 @@ class NmdpOptions:
     max_iter: PGM outer iterations (QP solves) per substep. max_line_search: halvings of the
         PGM step before stopping. armijo: sufficient-decrease constant of the line search.
     qp_reg: relative Tikhonov term added to the QP metric (keeps it positive definite).
+    penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
+        (sim/invariants.py).
     """
 
     method: str = "pgm"
@@ -72,6 +75,7 @@ class NmdpOptions:
     max_line_search: int = 10
     armijo: float = 1e-4
     qp_reg: float = 1e-9
+    penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M
 
     def validated(self, model: RobotModel) -> "NmdpOptions":
         """Check every field against `model`; raise ValueError naming the field and the fix."""
@@ -93,6 +97,7 @@ class NmdpOptions:
         per_contact(model, "mu", self.mu, [c.mu for c in model.contacts], positive=False)
         if self.force_limit is not None:
             per_contact(model, "force_limit", self.force_limit, [1.0] * model.nc, positive=True)
+        check_penetration_limit("NmdpPlant", self.penetration_limit_m)
         return self
 
 
@@ -177,6 +182,8 @@ class NmdpPlant:
         self._trace = np.zeros(0)
         self._force = np.zeros((nc, 2))
         self._cap = np.zeros(nc)
+        self.invariants = Invariants(model, o.penetration_limit_m)
+        self.violation = ""  # latched until reset (sim/invariants.py)
         self.q = np.array(model.q0, dtype=float)
         self.v = np.zeros(nv)
         self.alpha = np.zeros(na)
@@ -200,6 +207,9 @@ class NmdpPlant:
         self._cap[:] = 0.0
         self._cmd[:] = 0.0
         self._ready = True
+        self.violation = ""
+        self.invariants.reset_report()
+        self._check()
         return self.state()
 
     def set_command(self, command: JointCommand) -> None:
@@ -208,17 +218,41 @@ class NmdpPlant:
 
     def step(self, command: JointCommand | None, dt: float) -> PlantState:
         """Advance dt seconds (one primary step, or ceil(dt / max_step)) holding `command`
-        (None keeps the previous one); returns the state. Raises NmdpError if a step fails."""
+        (None keeps the previous one); returns the state. A step that fails (NmdpError) or breaks
+        an invariant is not raised: the state before it is returned with `violation` set, and
+        kept until reset (sim/invariants.py)."""
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         dt = self._check_dt(dt, "dt")
         if command is not None:
             self.set_command(command)
+        if self.violation:
+            return self.state()
         n = 1 if self.options.max_step is None else max(1, math.ceil(dt / self.options.max_step - 1e-9))
         h = dt / n
         for _ in range(n):
-            self._advance(h)
+            q0, v0, t0 = self.q.copy(), self.v.copy(), self.t
+            try:
+                self._advance(h)
+            except NmdpError as exc:  # state restored to the one before the failed step
+                self._latch(str(exc))
+                break
+            if self._check():
+                if not (np.isfinite(self.q).all() and np.isfinite(self.v).all()):
+                    self.q[:], self.v[:], self.t = q0, v0, t0  # the last good state
+                break
         return self.state()
+
+    def _check(self) -> str:
+        """Check the invariants at the current state; latch and report a violation."""
+        violation = self.invariants.check(self.t, self.q, self.v)
+        if violation:
+            self._latch(violation)
+        return violation
+
+    def _latch(self, violation: str) -> None:
+        self.violation = violation
+        self.invariants.report(violation)
 
     def _advance(self, h: float) -> None:
         q0, v0 = self.q.copy(), self.v.copy()
@@ -298,7 +332,8 @@ class NmdpPlant:
         nu, j = m.nu, self._joints
         tau = np.clip(c[:nu] + c[3 * nu:4 * nu] * (c[nu:2 * nu] - self.q[j])
                       + c[4 * nu:] * (c[2 * nu:3 * nu] - self.v[j]), -self._umax, self._umax)
-        return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau)
+        return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau,
+                          self.violation)
 
     @property
     def stats(self) -> dict:
