@@ -498,3 +498,51 @@ def test_compiled_calls_leave_reference_counts_balanced():
     plant.advance(plant.t + 0.01, np.array([plant.t + 0.005]))
     assert [sys.getrefcount(a) for a in arrays] == before
     assert plant.stats["projections"] > 0
+
+
+# ---------------------------------------------------------------- issue 25: plants never lose the robot
+
+
+@pytest.mark.parametrize("liftoff", ["force", "gap"])
+@pytest.mark.parametrize("drop_mm", [0.5, 2.0, 10.0, 100.0])
+def test_point_mass_drop_settles_at_mg_over_k(liftoff, drop_mm):
+    """Dropped from 2 mm, the damped contact's force turns tensile while the mass is still below
+    ground and moving up; the force rule released it there and the touchdown guard could never
+    cross again (the mass fell through the floor: z = -18 m at 2 s). It must re-touch and
+    settle at mg/k, with either lift-off rule."""
+    from sim.registry import make_plant
+
+    model = get_robot("point_mass")
+    plant = make_plant("ess", model, liftoff=liftoff)
+    plant.reset([drop_mm * 1e-3])
+    cmd = JointCommand.zero(model.nu)
+    lowest = np.inf
+    for _ in range(2000):
+        state = plant.step(cmd, 1e-3)
+        lowest = min(lowest, state.q[0])
+    p = model.params
+    assert state.violation == ""
+    assert bool(state.contact[0])
+    assert state.q[0] == pytest.approx(-p["m"] * p["g"] / p["k_contact"], abs=1e-6)
+    assert lowest > -0.02
+
+
+def test_hopper_kicked_while_standing_keeps_its_foot_on_the_ground():
+    """The hopper standing on its PD, kicked by tau_ff = (0, 123) N m (clipped to u_max) for one
+    10 ms control tick at t = 4.01 s, lost its contact below ground and fell (z = -43.9 m 3 s later)."""
+    from sim.registry import make_plant
+
+    model = get_robot("hopper")
+    plant = make_plant("ess", model)
+    q0 = model.q0.copy()
+    plant.reset(q0)
+    gains = dict(q_des=q0[2:].copy(), v_des=np.zeros(2), kp=np.full(2, 100.0), kd=np.full(2, 5.0))
+    hold = JointCommand(np.zeros(2), **gains)
+    kick = JointCommand(np.array([0.0, 123.0]), **gains)
+    lowest = np.inf
+    for k in range(7000):
+        state = plant.step(kick if k // 10 == 401 else hold, 1e-3)
+        lowest = min(lowest, state.q[1])
+    assert state.violation == ""
+    assert bool(state.contact[0]) and state.q[1] == pytest.approx(0.39, abs=0.01)
+    assert lowest > 0.3

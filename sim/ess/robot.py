@@ -2,11 +2,18 @@
 
 Contact model (per contact i, gap phi_i, normal velocity vn_i = Jn_i v, tangential vt_i):
 - stance force fn_i = -k_i phi_i - b_i vn_i (spring-damper), ft_i = -mu_i fn_i tanh(vt_i / v_s);
-- two guards per contact: touchdown h_td = -phi (crossed when the gap closes) and liftoff
-  h_lo = -fn = k phi + b vn (crossed when the force would turn tensile; with
-  liftoff="gap", h_lo = phi as in the paper's plate model). The reset matrix re-arms each
-  contact's other guard; a re-armed guard must first leave its eps-band (hysteresis), so after
-  liftoff the foot must rise eps above the ground before a touchdown can be projected.
+- two guards per contact: touchdown and liftoff. liftoff="force" (default): h_lo = -fn =
+  k phi + b vn (crossed when the force would turn tensile: a clamped Kelvin-Voigt contact, no
+  adhesion), and h_td = -phi while the foot approaches (vn <= 0), -(phi + b vn / k) = fn / k
+  while it separates (vn > 0): crossed when the gap closes, or when the spring-damper force
+  turns compressive again below ground. Damping releases a rebounding foot *below* ground
+  (phi < 0, moving up); a touchdown guard of -phi alone would then already be past zero, could
+  never cross again and the robot fell through the floor (issue 25). With this h_td a contact
+  in flight below ground always has a tensile spring-damper force and re-touches as soon as
+  it pushes. liftoff="gap": h_lo = phi and h_td = -phi, as in the paper's plate model (the
+  force may turn tensile, sticky, until the gap opens). The reset matrix re-arms each
+  contact's other guard; a re-armed guard must first leave its eps-band (hysteresis), or it is
+  crossed where it reaches zero (located exactly).
 - stance = touchdown crossed and liftoff not crossed (from the integrator's sign vector).
 
 Friction: Coulomb's law regularised by tanh(vt / v_s). It is smooth inside each contact mode,
@@ -194,7 +201,8 @@ def robot_f(t, x, sigma, p, ctx, out):
 
 @njit(cache=True, _nrt=False)
 def robot_h(x, p, ctx, out):
-    """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
+    """Events: touchdown (rows 0..nc-1: -phi, or with the force rule and vn > 0, -(phi + b vn / k))
+    and liftoff k phi + b vn (or phi) (rows nc..2nc-1); see the module docstring."""
     addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
     nc = int(p[3])
     n = x.shape[0]
@@ -209,8 +217,16 @@ def robot_h(x, p, ctx, out):
     force_liftoff = p[5] > 0.0
     for i in range(nc):
         phi, vn = fout[n + i], fout[n + nc + i]
-        out[i] = -phi
-        out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn if force_liftoff else phi
+        if force_liftoff:
+            k_i, b_i = p[HEADER + i], p[HEADER + nc + i]
+            # -phi approaching (vn <= 0); separating, the spring-damper force over k: crossed when
+            # the force -k phi - b vn turns compressive below ground (a foot released below
+            # ground by the force rule re-touches as soon as the spring pushes again)
+            out[i] = -phi - (b_i / k_i) * vn if vn > 0.0 else -phi
+            out[nc + i] = k_i * phi + b_i * vn
+        else:
+            out[i] = -phi
+            out[nc + i] = phi
 
 
 @njit(cache=True, _nrt=False)
@@ -225,9 +241,17 @@ def robot_Dh(x, p, ctx, out):
     out[:, :] = 0.0
     for i in range(nc):
         k_i, b_i = p[HEADER + i], p[HEADER + nc + i]
+        vn = 0.0
+        if force_liftoff:
+            for c in range(nv):
+                vn += bc[nc + i * nv + c] * x[nq + c]
+        sep = force_liftoff and vn > 0.0  # the touchdown guard's separating branch (see robot_h)
         for c in range(nq):
             jn = bc[nc + i * nv + c]
             out[i, c] = -jn
+            if sep:
+                out[i, c] = -jn - (b_i / k_i) * bg[i * nq + c]
+                out[i, nq + c] = -(b_i / k_i) * jn
             if force_liftoff:
                 out[nc + i, c] = k_i * jn + b_i * bg[i * nq + c]
                 out[nc + i, nq + c] = b_i * jn
