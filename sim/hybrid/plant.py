@@ -314,12 +314,29 @@ class HybridPlant:
             return c["gaps"]
 
         events, labels = [], []
+        # A contact out of the mode that starts touching (|gap| <= gap_tol: it just lifted off, or
+        # touches at an approach speed below velocity_tol while the force-acceleration predicate
+        # lifts it) has its touchdown guard gap_tol below its starting gap until it clears the
+        # ground by 2 gap_tol (a "clear" event ends the segment; the next one watches gap 0 again).
+        # At gap 0 the guard fired again at once whenever rounding or a vanishing approach dipped
+        # the gap below zero, and the plant repeated the same event forever ("events repeat
+        # without time advancing (mode [], last guard touchdown ...)", issue 25); a contact that
+        # sinks instead still crosses it, gap_tol deep, and is resolved as touching.
+        tol = self.options.gap_tol
+        gaps0 = contact_gaps(self.addr, self._q, nc)
         for i in range(nc):
             if i not in self._mode:
-                ev = (lambda i: lambda t, x: gap_of(x)[i])(i)
+                grazing = abs(gaps0[i]) <= tol
+                level = min(gaps0[i], 0.0) - tol if grazing else 0.0
+                ev = (lambda i, lv: lambda t, x: gap_of(x)[i] - lv)(i, level)
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("touchdown", i))
+                if grazing:
+                    ev = (lambda i: lambda t, x: gap_of(x)[i] - 2.0 * tol)(i)
+                    ev.terminal, ev.direction = True, 1
+                    events.append(ev)
+                    labels.append(("clear", i))
         for r in range(self._rows_c.size):
             if self._rows_k[r] == 0:
                 ev = (lambda r: lambda t, x: evaluate(x)["lam"][r])(r)
