@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from robots import get_robot
+from robots import get_robot, numeric
 from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
 from sim.nmdp import NmdpPlant
 from sim.nmdp.qp import DenseQp
@@ -118,7 +118,8 @@ def test_block_slides_with_coulomb_acceleration(method, deg, mu):
 
 def test_pgm_objective_decreases_monotonically_on_a_fixed_step():
     model = get_robot("block")
-    plant = NmdpPlant(model, method="pgm", stiffness=1e6, pgm_rtol=1e-12, verbose=False)
+    # the capacity this landing was set up with (3 weights: the default before issue 25)
+    plant = NmdpPlant(model, method="pgm", stiffness=1e6, force_limit=3 * 10.0 * 9.81, pgm_rtol=1e-12, verbose=False)
     q0 = model.q0.copy()
     q0[1] += 0.01
     q0[2] = 0.1
@@ -221,3 +222,28 @@ def test_bad_parameters_give_errors_naming_the_field():
     hp.reset(hopper.q0)
     with pytest.raises(ValueError, match="kp"):
         hp.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 1.0]), np.zeros(2)), 0.01)
+
+
+@pytest.mark.parametrize("name", ["point_mass", "hopper1d", "plate_springs", "hopper", "quadruped", "block"])
+def test_default_capacity_rests_within_5_mm(name):
+    """At default settings every robot of the library, set down on the ground (joints held by a PD
+    at q0), rests at most 5 mm deep (issue 25: the hopper rested 19.6 mm deep, the 1-D hopper
+    31 mm, the plate's springs 55 mm with the old default of 3 weights at the model's stiffness)."""
+    from sim.protocol import actuated_joints
+
+    model = get_robot(name)
+    gap = numeric(model, verbose=False).contact_gap
+    plant = NmdpPlant(model, max_step=1e-3, verbose=False)
+    q = model.q0.copy()
+    q[model.q_names.index("z")] -= gap(q).min()  # lowest contact on the ground
+    nu, joints = model.nu, actuated_joints(model)
+    if name == "point_mass":  # no thrust
+        cmd = JointCommand.zero(nu)
+    else:
+        cmd = JointCommand(np.zeros(nu), q[joints], np.zeros(nu), np.full(nu, 100.0), np.full(nu, 5.0))
+    plant.reset(q)
+    for _ in range(1000):
+        state = plant.step(cmd, 1e-3)
+    assert state.violation == ""
+    assert -gap(state.q).min() <= 5e-3
+    assert -gap(state.q).min() > 0.0  # it does rest on its contacts

@@ -27,6 +27,15 @@ from .qp import DenseQp
 from .terms import nmdp_library
 
 
+# Default capacity (docs/NMDP.md, "Resting penetration"): a contact holds up to 30 times the robot's
+# weight, reached over a 1 cm deep ramp (stiffness 1.5 F / 1 cm = 4500 weights per metre). A foot
+# carrying the whole weight then rests ~1.8 mm deep, and a 0.2 m drop sinks ~1 cm: the capacity
+# bounds the work the contact can do (F over the depth), so it must stop a drop within the
+# penetration limit, and the ramp bounds the resting depth.
+FORCE_LIMIT_WEIGHTS = 30.0
+DEPTH_SCALE_M = 0.01
+
+
 class NmdpError(RuntimeError):
     """A step could not be completed (status text, simulated time t in s, and the state before it)."""
 
@@ -40,11 +49,12 @@ class NmdpOptions:
     """Options of the NMDP plant, validated once (`validated()` raises ValueError naming the field).
 
     method: "pgm" (first-order), "zopgm" (zeroth-order) or "mdp" (linearised baseline).
-    stiffness: contact stiffness k, N/m: None = each contact's model stiffness, a number or one
-        per contact: the steepest slope of the capacity cap = F S(depth / delta) (sim.nmdp.terms),
-        so delta = 1.5 F / k.
-    force_limit: F, N, the capacity of a fully pressed contact: None = 3 times the robot's
-        weight (largest diagonal entry of M(q0) times g), a number or one per contact.
+    stiffness: contact stiffness k, N/m: None = 1.5 F / DEPTH_SCALE_M (the capacity's ramp
+        1 cm deep), a number or one per contact: the steepest slope of the capacity
+        cap = F S(depth / delta) (sim.nmdp.terms), so delta = 1.5 F / k.
+    force_limit: F, N, the capacity of a fully pressed contact: None = FORCE_LIMIT_WEIGHTS (30)
+        times the robot's weight (largest diagonal entry of M(q0) times g), a number or one per
+        contact.
     mu: friction coefficients: None = the model's, a number or one per contact (>= 0).
     max_step: largest primary step, s: `step(cmd, dt)` takes ceil(dt / max_step) equal steps
         (None: one step of dt).
@@ -93,7 +103,7 @@ class NmdpOptions:
                 raise ValueError(f"NmdpPlant: {name} must be an integer >= 1, got {value!r}")
         if self.max_step is not None and not (math.isfinite(self.max_step) and self.max_step > 0):
             raise ValueError(f"NmdpPlant: max_step must be None or a finite number > 0 (s), got {self.max_step!r}")
-        per_contact(model, "stiffness", self.stiffness, [c.stiffness for c in model.contacts], positive=True)
+        per_contact(model, "stiffness", self.stiffness, [1.0] * model.nc, positive=True)
         per_contact(model, "mu", self.mu, [c.mu for c in model.contacts], positive=False)
         if self.force_limit is not None:
             per_contact(model, "force_limit", self.force_limit, [1.0] * model.nc, positive=True)
@@ -111,8 +121,7 @@ def per_contact(model: RobotModel, name: str, value, default: Sequence[float], *
     for c, x in zip(model.contacts, arr):
         if not np.isfinite(x) or x < 0 or (positive and x == 0):
             need = "> 0" if positive else ">= 0"
-            hint = " (the model's contact has none: pass stiffness=...)" if value is None and name == "stiffness" else ""
-            raise ValueError(f"NmdpPlant: {name} of contact {c.name!r} must be finite and {need}, got {x}{hint}")
+            raise ValueError(f"NmdpPlant: {name} of contact {c.name!r} must be finite and {need}, got {x}")
     return arr
 
 
@@ -144,15 +153,17 @@ class NmdpPlant:
         na = 2 * nc
         self.method = o.method
         self._method = K.METHODS[o.method]
-        self.stiffness = per_contact(model, "stiffness", o.stiffness, [c.stiffness for c in model.contacts],
-                                     positive=True)
         self.mu = per_contact(model, "mu", o.mu, [c.mu for c in model.contacts], positive=False)
         self._lib = nmdp_library(model, cache_dir, verbose)
+        m0 = self._lib["nmdp_explicit"](model.q0, np.zeros(nv), np.zeros(3 * nc))[0].reshape(nv, nv)
+        self.weight = float(np.max(np.diag(m0))) * model.gravity  # N (largest diagonal entry of M(q0) times g)
         if o.force_limit is None:
-            m0 = self._lib["nmdp_explicit"](model.q0, np.zeros(nv), np.zeros(3 * nc))[0].reshape(nv, nv)
-            self.force_limit = np.full(nc, 3.0 * float(np.max(np.diag(m0))) * model.gravity)
+            self.force_limit = np.full(nc, FORCE_LIMIT_WEIGHTS * self.weight)
         else:
             self.force_limit = per_contact(model, "force_limit", o.force_limit, [1.0] * nc, positive=True)
+        # default: the stiffness that makes the capacity's ramp DEPTH_SCALE_M deep (docs/NMDP.md)
+        self.stiffness = per_contact(model, "stiffness", o.stiffness, 1.5 * self.force_limit / DEPTH_SCALE_M,
+                                     positive=True)
         self.depth_scale = 1.5 * self.force_limit / self.stiffness
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
         self._qp = DenseQp(na, nc, cache_dir=cache_dir, verbose=verbose)
