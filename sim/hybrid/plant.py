@@ -337,12 +337,30 @@ class HybridPlant:
                     ev.terminal, ev.direction = True, 1
                     events.append(ev)
                     labels.append(("clear", i))
+        # Likewise a stance contact whose normal force starts at zero (a tie: a thrust equal to the
+        # weight, or the predicate kept a contact whose force just vanished) has its lift-off guard
+        # tol_f below its starting force until the force clears 2 tol_f: at 0 the guard fired at
+        # once, forever ("events repeat without time advancing (mode [0], last guard liftoff ...)").
+        x0 = np.concatenate([self._q, self._v])
+        lam0 = evaluate(x0)["lam"] if self._rows_c.size else np.zeros(0)
+        ftol = None
         for r in range(self._rows_c.size):
             if self._rows_k[r] == 0:
-                ev = (lambda r: lambda t, x: evaluate(x)["lam"][r])(r)
+                level = 0.0
+                if ftol is None and abs(lam0[r]) <= 1e-6 * (1.0 + float(np.abs(lam0).max())):
+                    ftol = self._snapshot().tol_f
+                tied = ftol is not None and abs(lam0[r]) <= ftol
+                if tied:
+                    level = min(float(lam0[r]), 0.0) - ftol
+                ev = (lambda r, lv: lambda t, x: evaluate(x)["lam"][r] - lv)(r, level)
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("liftoff", int(self._rows_c[r])))
+                if tied:
+                    ev = (lambda r, lv: lambda t, x: evaluate(x)["lam"][r] - lv)(r, 2.0 * ftol)
+                    ev.terminal, ev.direction = True, 1
+                    events.append(ev)
+                    labels.append(("clear", int(self._rows_c[r])))
         for r, nrows, mus in self._cones:
             for sign in (-1.0, 1.0):
                 ev = (lambda r, nrows, mus, sign: lambda t, x: float(mus @ evaluate(x)["lam"][nrows])
@@ -350,7 +368,6 @@ class HybridPlant:
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("slip", int(self._rows_c[r])))
-        x0 = np.concatenate([self._q, self._v])
         sol = solve_ivp(rhs, (self._t, t_end), x0, method="DOP853", rtol=self.options.rtol,
                         atol=self.options.atol, max_step=self.options.max_step, events=events or None,
                         first_step=self._first_step(evaluate(x0)["xdot"], t_end))
