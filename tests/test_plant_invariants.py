@@ -81,3 +81,87 @@ def test_penetration_limit_is_a_validated_plant_option(plant_name):
 def test_hybrid_penetration_limit_is_a_validated_option():
     with pytest.raises(ValueError, match="penetration_limit_m"):
         make_plant("hybrid", get_robot("point_mass"), penetration_limit_m=0.0)
+
+
+# ---------------------------------------------------------------- property-based: no lost robot
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from sim import fuzz  # noqa: E402
+
+POOL = fuzz.PlantPool()  # compiled plants reused across examples (and tests)
+# examples per (plant, robot): the whole file stays within ~2 minutes on the 2-core machine; the
+# bench (`python -m launch bench plant-fuzz`) runs the same generators at >= 10,000 per plant
+EXAMPLES = {"ess": 30, "nmdp": 30, "hybrid": 6}
+
+
+def _fuzz_settings(plant_name: str):
+    return settings(max_examples=EXAMPLES[plant_name], deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+
+def _check_case(plant_name: str, case: fuzz.Case, pool=POOL) -> None:
+    r = fuzz.run_case(pool, plant_name, case)
+    assert r["exception"] == "", f"{r['exception']} escaped the {plant_name} plant on {case}"
+    assert r["violation"] == "", f"{plant_name} plant flagged {r['violation']!r} on {case}"
+    assert not r["fall_through"] and r["min_gap"] >= -r["limit"], (r, case)
+    if case.command == "limp":  # no input: the mechanical energy (with the PD's springs) must not grow
+        assert r["energy_growth"] <= fuzz.ENERGY_RTOL, (r, case)
+    if r["rest_penetration"] == r["rest_penetration"]:  # not nan: it rests
+        assert r["rest_penetration"] <= r["limit"], (r, case)
+
+
+def _property(plant_name: str, robot: str):
+    @_fuzz_settings(plant_name)
+    @given(fuzz.strategy(robots=(robot,)))
+    def check(case):
+        _check_case(plant_name, case)
+
+    return check
+
+
+@pytest.mark.parametrize("robot", fuzz.ROBOTS)
+def test_ess_never_loses_the_robot(robot):
+    _property("ess", robot)()
+
+
+@pytest.mark.parametrize("robot", fuzz.ROBOTS)
+def test_nmdp_never_loses_the_robot(robot):
+    _property("nmdp", robot)()
+
+
+@pytest.mark.parametrize("robot", fuzz.ROBOTS)
+def test_hybrid_never_loses_the_robot(robot):
+    _property("hybrid", robot)()
+
+
+def test_the_fuzz_check_catches_a_fall_through():
+    """The property can fail: a plant that lets the robot sink (5 cm per tick, unflagged) is
+    reported as a fall-through, and one whose step raises as an escaped exception."""
+    case = fuzz.Case("point_mass", 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, "limp", 0.0, 0, ticks=3)
+    plant, model = POOL.get("ess", case)
+
+    class Sinking:
+        invariants = plant.invariants
+
+        def reset(self, q, v):
+            return plant.reset(q, v)
+
+        def step(self, cmd, dt):
+            s = plant.step(cmd, dt)
+            s.q = s.q - 0.05 * (s.t / 0.01)
+            return s
+
+    class Raising(Sinking):
+        def step(self, cmd, dt):
+            raise RuntimeError("events repeat without time advancing")
+
+    for broken, what in ((Sinking(), "fall_through"), (Raising(), "exception")):
+        class Pool:
+            def get(self, name, c, broken=broken):
+                return broken, model
+
+        r = fuzz.run_case(Pool(), "ess", case)
+        assert r[what]
+        with pytest.raises(AssertionError):
+            _check_case("ess", case, Pool())

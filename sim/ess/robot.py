@@ -616,6 +616,22 @@ def rollout_robot(wk, wi, B, commands, period, out_x):
     return K.OK
 
 
+DROP_FOR_LIMIT_M = 0.3  # m: the drop whose full compression sets the default penetration limit
+
+
+def compliant_penetration_limit(model: RobotModel, drop_m: float = DROP_FOR_LIMIT_M) -> float:
+    """The ESS plant's default penetration limit, m: the larger of DEFAULT_PENETRATION_LIMIT_M and
+    the depth d at which the softest contact's spring (stiffness k, damping ignored) has stored the
+    energy of the whole robot (weight W = largest diagonal entry of M(q0) times g) dropped from
+    drop_m onto it: k d^2 / 2 = W (drop_m + d). Deeper than that a foot has fallen through."""
+    from robots import numeric
+
+    w = float(np.max(np.diag(numeric(model, verbose=False).mass_matrix(model.q0)))) * model.gravity
+    k = min(c.stiffness for c in model.contacts)
+    d = (w + np.sqrt(w * w + 2.0 * k * w * drop_m)) / k
+    return max(DEFAULT_PENETRATION_LIMIT_M, float(d))
+
+
 class EssPlant:
     """A robot plant integrated by ESS (implements `sim.protocol.Plant`).
 
@@ -638,14 +654,16 @@ class EssPlant:
         on_violation: "locate" (default: exact event location where liveness fails) or "raise"
             (advance() and rollout() raise LivenessError; step() reports it in the state's violation).
         penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
-            (sim/invariants.py; default 0.02).
+            (sim/invariants.py). None (default): `compliant_penetration_limit(model)`, the larger of
+            0.02 m and how deep the softest contact's spring sinks when the whole robot drops
+            0.3 m onto it (a soft contact legitimately sinks centimetres in an impact).
         cache_dir, verbose: code-generation cache folder and whether to announce compiling.
     """
 
     def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
                  h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
                  w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
-                 penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M,
+                 penetration_limit_m: float | None = None,
                  cache_dir: Path | str | None = None, verbose: bool = True):
         if model.nq != model.nv:
             raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
@@ -671,7 +689,8 @@ class EssPlant:
         if on_violation not in ("locate", "raise"):
             raise ValueError(f"EssPlant: on_violation must be 'locate' or 'raise', got {on_violation!r}")
         self.model = model
-        self.invariants = Invariants(model, penetration_limit_m)
+        self.invariants = Invariants(model, compliant_penetration_limit(model) if penetration_limit_m is None
+                                     else penetration_limit_m)
         self.options = dict(eps=eps, rtol=rtol, atol=atol, h_max=h_max, method=method, slip_speed=slip_speed,
                             liftoff=liftoff, w_reuse=int(w_reuse), on_violation=on_violation,
                             max_events=max_events, penetration_limit_m=self.invariants.limit)
