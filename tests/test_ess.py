@@ -546,3 +546,31 @@ def test_hopper_kicked_while_standing_keeps_its_foot_on_the_ground():
     assert state.violation == ""
     assert bool(state.contact[0]) and state.q[1] == pytest.approx(0.39, abs=0.01)
     assert lowest > 0.3
+
+
+def test_plain_python_functions_are_refused_with_a_clear_error():
+    """EssSystem given plain Python callables names the argument and says to decorate it with
+    numba's njit (before: a raw numba TypingError from deep inside the kernel at integrate())."""
+    def f(t, x, sigma, p, ctx, out):
+        out[0] = -1.0
+
+    def h(x, p, ctx, out):
+        out[0] = -x[0]
+
+    def Dh(x, p, ctx, out):
+        out[0, 0] = -1.0
+
+    with pytest.raises(TypeError, match=r"argument f must be a numba-compiled function.*njit.*'f'"):
+        EssSystem(f, _away_h, _away_Dh, n=1, m=1)
+    with pytest.raises(TypeError, match=r"argument h .*njit"):
+        EssSystem(_away_f, h, _away_Dh, n=1, m=1)
+    with pytest.raises(TypeError, match=r"argument Dh .*njit"):
+        EssSystem(_away_f, _away_h, Dh, n=1, m=1)
+    with pytest.raises(TypeError, match=r"argument wsolve .*njit"):
+        EssSystem(_away_f, _away_h, _away_Dh, n=1, m=1, wsolve=lambda *a: None)
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        EssSystem(_away_f, _away_h, _away_Dh, n=0, m=1)
+    # decorated, the same functions integrate
+    system = EssSystem(njit(f), njit(h), njit(Dh), n=1, m=1, name="falling")
+    res = integrate(system, [1.0], 0.0, 0.5, eps=1e-3)
+    assert res.x[0] == pytest.approx(0.5)
