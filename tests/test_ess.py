@@ -574,3 +574,18 @@ def test_plain_python_functions_are_refused_with_a_clear_error():
     system = EssSystem(njit(f), njit(h), njit(Dh), n=1, m=1, name="falling")
     res = integrate(system, [1.0], 0.0, 0.5, eps=1e-3)
     assert res.x[0] == pytest.approx(0.5)
+
+
+def test_foot_released_and_pushed_again_within_one_step_re_touches():
+    """Found by the plant fuzz: a foot released below ground (force rule) whose spring-damper
+    force turned compressive again within the same integration step ended the step with its
+    pending touchdown guard past zero without ever having been seen below it, so it was never
+    crossed and the mass fell (z = -31.5 mm at 0.39 s, falling). The kernel now crosses a
+    pending guard that is at or past zero at both ends of a step."""
+    from sim import fuzz
+
+    case = fuzz.Case(robot="point_mass", drop=0.023148874359670574, k_scale=1.0, b_scale=1.0, mu=1.0,
+                     vx0=-0.49920180464625474, vz0=9.801132969572613e-77, command="limp", noise=0.0, seed=865)
+    r = fuzz.run_case(fuzz.PlantPool(), "ess", case)
+    assert r["exception"] == "" and r["violation"] == ""
+    assert not r["fall_through"] and r["min_gap"] > -0.01
