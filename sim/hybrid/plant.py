@@ -25,6 +25,13 @@ kind of guard, "slip") it becomes a sliding contact without kinetic friction (no
 until it leaves the ground; there are no slide-to-stick transitions, but a contact that
 touches down anew sticks again.
 The joint impedance law of the plant protocol is evaluated continuously inside the flow.
+Ties (issue 25): a guard that starts a segment at zero (an inactive contact touching at an
+approach speed below velocity_tol that the force-acceleration predicate lifts, or an active
+contact at exactly zero force, e.g. a thrust equal to the weight) is watched gap_tol (tol_f)
+past zero until it clears 2 gap_tol (2 tol_f); at zero it fired at the segment's start forever.
+Invariants (sim/invariants.py): step() never raises for a physics failure (no consistent mode,
+the transition cap, an integrator failure): the last good state comes back with
+PlantState.violation set and is held until reset; bad commands still raise ValueError.
 """
 from __future__ import annotations
 
