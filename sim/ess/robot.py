@@ -828,10 +828,12 @@ class EssPlant:
     def _checked(self, state: PlantState, gaps: np.ndarray) -> PlantState:
         """`state` with its invariants checked (sim/invariants.py); keeps it as the last good one."""
         violation = self.invariants.check(state.t, state.q, state.v, gaps)
-        finite = np.isfinite(state.q).all() and np.isfinite(state.v).all()
-        if finite or self._good is None:
+        if not violation:
             self._good = state
-        return self._violated(violation) if violation else state
+            return state
+        if self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+            self._good = state
+        return self._violated(violation)
 
     def _violated(self, violation: str) -> PlantState:
         """Latch `violation` (printed once) and return the last good state with it."""
