@@ -32,6 +32,10 @@ class PlantState:
     t: simulated time, s. q (nq), v (nv): generalized positions and velocities.
     contact: (nc,) bool, which contacts are active. force: (nc, 2) contact force at the end
     of the step, (normal, tangential) in N. tau: (nu,) the actuator torques applied last, N m.
+    violation: "" while every invariant of `sim.invariants` holds (finite state, no contact
+    deeper than the plant's `penetration_limit_m`); otherwise one line saying what failed, e.g.
+    "contact foot gap -0.034 m below -0.020 m limit at t=1.23 s". A plant with a violation keeps
+    returning its last good state with it until reset (the run should end).
     """
 
     t: float
@@ -40,11 +44,12 @@ class PlantState:
     contact: np.ndarray
     force: np.ndarray
     tau: np.ndarray
+    violation: str = ""
 
     def copy(self) -> "PlantState":
         """A deep copy (plants may update their state arrays in place)."""
         return PlantState(self.t, self.q.copy(), self.v.copy(), self.contact.copy(), self.force.copy(),
-                          self.tau.copy())
+                          self.tau.copy(), self.violation)
 
 
 @dataclass
@@ -137,7 +142,9 @@ class Plant(Protocol):
         ...
 
     def step(self, command: JointCommand, dt: float) -> PlantState:
-        """Advance by dt seconds under `command` (held constant, impedance law at plant rate)."""
+        """Advance by dt seconds under `command` (held constant, impedance law at plant rate).
+        Never raises for a physics failure: the state's `violation` says what went wrong
+        (sim/invariants.py); a bad command raises ValueError."""
         ...
 
 

@@ -147,3 +147,23 @@ def test_bad_input_names_the_field():
             plant.step(JointCommand.zero(1), -1e-3)
         with pytest.raises(ValueError, match="dt must be"):
             plant.step(JointCommand.zero(1), float("inf"))
+
+
+def test_baselines_take_the_penetration_limit_and_flag_deeper_states():
+    """The baselines share the plants' invariants (sim/invariants.py): a penalty contact sinking
+    past penetration_limit_m is flagged in PlantState.violation, held until reset, not raised."""
+    from sim.baselines import PenaltyPlant
+
+    model = get_robot("point_mass")
+    plant = PenaltyPlant(model, law="linear", integrator="semi_implicit", dt_sim=1e-4, penetration_limit_m=1e-4)
+    assert plant.invariants.limit == 1e-4
+    plant.reset([0.01])
+    for _ in range(200):
+        state = plant.step(JointCommand.zero(model.nu), 1e-3)
+        if state.violation:
+            break
+    assert "below" in state.violation and "limit" in state.violation
+    assert plant.step(JointCommand.zero(model.nu), 1e-3).t == state.t
+    assert plant.reset([0.01]).violation == ""
+    with pytest.raises(ValueError, match="penetration_limit_m"):
+        PenaltyPlant(model, penetration_limit_m=0.0)

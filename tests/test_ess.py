@@ -498,3 +498,94 @@ def test_compiled_calls_leave_reference_counts_balanced():
     plant.advance(plant.t + 0.01, np.array([plant.t + 0.005]))
     assert [sys.getrefcount(a) for a in arrays] == before
     assert plant.stats["projections"] > 0
+
+
+# ---------------------------------------------------------------- issue 25: plants never lose the robot
+
+
+@pytest.mark.parametrize("liftoff", ["force", "gap"])
+@pytest.mark.parametrize("drop_mm", [0.5, 2.0, 10.0, 100.0])
+def test_point_mass_drop_settles_at_mg_over_k(liftoff, drop_mm):
+    """Dropped from 2 mm, the damped contact's force turns tensile while the mass is still below
+    ground and moving up; the force rule released it there and the touchdown guard could never
+    cross again (the mass fell through the floor: z = -18 m at 2 s). It must re-touch and
+    settle at mg/k, with either lift-off rule."""
+    from sim.registry import make_plant
+
+    model = get_robot("point_mass")
+    plant = make_plant("ess", model, liftoff=liftoff)
+    plant.reset([drop_mm * 1e-3])
+    cmd = JointCommand.zero(model.nu)
+    lowest = np.inf
+    for _ in range(2000):
+        state = plant.step(cmd, 1e-3)
+        lowest = min(lowest, state.q[0])
+    p = model.params
+    assert state.violation == ""
+    assert bool(state.contact[0])
+    assert state.q[0] == pytest.approx(-p["m"] * p["g"] / p["k_contact"], abs=1e-6)
+    assert lowest > -0.02
+
+
+def test_hopper_kicked_while_standing_keeps_its_foot_on_the_ground():
+    """The hopper standing on its PD, kicked by tau_ff = (0, 123) N m (clipped to u_max) for one
+    10 ms control tick at t = 4.01 s, lost its contact below ground and fell (z = -43.9 m 3 s later)."""
+    from sim.registry import make_plant
+
+    model = get_robot("hopper")
+    plant = make_plant("ess", model)
+    q0 = model.q0.copy()
+    plant.reset(q0)
+    gains = dict(q_des=q0[2:].copy(), v_des=np.zeros(2), kp=np.full(2, 100.0), kd=np.full(2, 5.0))
+    hold = JointCommand(np.zeros(2), **gains)
+    kick = JointCommand(np.array([0.0, 123.0]), **gains)
+    lowest = np.inf
+    for k in range(7000):
+        state = plant.step(kick if k // 10 == 401 else hold, 1e-3)
+        lowest = min(lowest, state.q[1])
+    assert state.violation == ""
+    assert bool(state.contact[0]) and state.q[1] == pytest.approx(0.39, abs=0.01)
+    assert lowest > 0.3
+
+
+def test_plain_python_functions_are_refused_with_a_clear_error():
+    """EssSystem given plain Python callables names the argument and says to decorate it with
+    numba's njit (before: a raw numba TypingError from deep inside the kernel at integrate())."""
+    def f(t, x, sigma, p, ctx, out):
+        out[0] = -1.0
+
+    def h(x, p, ctx, out):
+        out[0] = -x[0]
+
+    def Dh(x, p, ctx, out):
+        out[0, 0] = -1.0
+
+    with pytest.raises(TypeError, match=r"argument f must be a numba-compiled function.*njit.*'f'"):
+        EssSystem(f, _away_h, _away_Dh, n=1, m=1)
+    with pytest.raises(TypeError, match=r"argument h .*njit"):
+        EssSystem(_away_f, h, _away_Dh, n=1, m=1)
+    with pytest.raises(TypeError, match=r"argument Dh .*njit"):
+        EssSystem(_away_f, _away_h, Dh, n=1, m=1)
+    with pytest.raises(TypeError, match=r"argument wsolve .*njit"):
+        EssSystem(_away_f, _away_h, _away_Dh, n=1, m=1, wsolve=lambda *a: None)
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        EssSystem(_away_f, _away_h, _away_Dh, n=0, m=1)
+    # decorated, the same functions integrate
+    system = EssSystem(njit(f), njit(h), njit(Dh), n=1, m=1, name="falling")
+    res = integrate(system, [1.0], 0.0, 0.5, eps=1e-3)
+    assert res.x[0] == pytest.approx(0.5)
+
+
+def test_foot_released_and_pushed_again_within_one_step_re_touches():
+    """Found by the plant fuzz: a foot released below ground (force rule) whose spring-damper
+    force turned compressive again within the same integration step ended the step with its
+    pending touchdown guard past zero without ever having been seen below it, so it was never
+    crossed and the mass fell (z = -31.5 mm at 0.39 s, falling). The kernel now crosses a
+    pending guard that is at or past zero at both ends of a step."""
+    from sim import fuzz
+
+    case = fuzz.Case(robot="point_mass", drop=0.023148874359670574, k_scale=1.0, b_scale=1.0, mu=1.0,
+                     vx0=-0.49920180464625474, vz0=9.801132969572613e-77, command="limp", noise=0.0, seed=865)
+    r = fuzz.run_case(fuzz.PlantPool(), "ess", case)
+    assert r["exception"] == "" and r["violation"] == ""
+    assert not r["fall_through"] and r["min_gap"] > -0.01

@@ -244,3 +244,37 @@ def test_bad_input_names_the_field():
         plant.step(JointCommand.zero(1), float("nan"))
     with pytest.raises(ValueError, match="tau_ff"):
         plant.step(JointCommand.torque([float("nan")]), 0.01)
+
+
+@pytest.mark.parametrize("v0, thrust", [(-1e-9, 98.2), (-5e-9, 120.0), (-1e-9, 98.0)])
+def test_touchdown_at_vanishing_speed_under_lifting_thrust_advances(v0, thrust):
+    """A contact touching at an approach speed below velocity_tol while the thrust lifts the mass:
+    the force-acceleration predicate chose flight, the approach re-hit the touchdown at once, and
+    the plant raised "events repeat without time advancing (mode [], last guard touchdown of
+    contact 0)" (issue 25). The creep is brought to rest, and time advances."""
+    model = get_robot("point_mass")
+    plant = HybridPlant(model)
+    plant.reset([0.1])
+    plant.step(JointCommand.torque([thrust]), 1e-3)  # the thrust is held when the contact touches
+    plant.reset([0.0], [v0])
+    state = plant.step(JointCommand.torque([thrust]), 0.01)
+    assert state.violation == "" and state.t == pytest.approx(0.01)
+    weight = model.params["m"] * model.params["g"]
+    if thrust > weight:  # lifts off: rises from rest
+        assert plant.mode == () and state.v[0] > 0 and state.q[0] > 0
+    else:  # stays on the ground
+        assert plant.mode == (0,) and state.q[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_stance_with_a_thrust_equal_to_the_weight_advances():
+    """A thrust exactly equal to the weight leaves a resting contact at zero normal force: the
+    lift-off guard (the force) started at zero and fired at once, forever ("events repeat without
+    time advancing (mode [0], last guard liftoff of contact 0)", found by the plant fuzz)."""
+    model = get_robot("point_mass")
+    plant = HybridPlant(model)
+    plant.reset([0.0])
+    weight = model.params["m"] * model.params["g"]
+    for _ in range(10):
+        state = plant.step(JointCommand.torque([weight]), 0.01)
+    assert state.violation == "" and state.t == pytest.approx(0.1)
+    assert abs(state.q[0]) < 1e-9 and abs(state.v[0]) < 1e-9

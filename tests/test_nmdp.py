@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from robots import get_robot
+from robots import get_robot, numeric
 from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
-from sim.nmdp import NmdpError, NmdpPlant
+from sim.nmdp import NmdpPlant
 from sim.nmdp.qp import DenseQp
 from sim.nmdp.terms import nmdp_library
 from sim.protocol import JointCommand
@@ -118,7 +118,8 @@ def test_block_slides_with_coulomb_acceleration(method, deg, mu):
 
 def test_pgm_objective_decreases_monotonically_on_a_fixed_step():
     model = get_robot("block")
-    plant = NmdpPlant(model, method="pgm", stiffness=1e6, pgm_rtol=1e-12, verbose=False)
+    # the capacity this landing was set up with (3 weights: the default before issue 25)
+    plant = NmdpPlant(model, method="pgm", stiffness=1e6, force_limit=3 * 10.0 * 9.81, pgm_rtol=1e-12, verbose=False)
     q0 = model.q0.copy()
     q0[1] += 0.01
     q0[2] = 0.1
@@ -145,12 +146,19 @@ def test_hard_step_triggers_halving_and_completes():
     assert state.t == pytest.approx(0.05)
     assert np.isfinite(state.q).all() and np.isfinite(state.v).all()
     assert plant.stats["min_dt"] == last["min_dt"]
-    # without Algorithm 2 the same step is reported as a failure, state untouched
+    # without Algorithm 2 the same step is reported as a failure (never raised out of step): the
+    # state before it, flagged with the violation, and held until reset
     rigid = NmdpPlant(model, method="pgm", stiffness=1e7, adaptive=False, verbose=False)
     rigid.reset(q0, [0.5, -3.0, 1.0])
-    with pytest.raises(NmdpError, match="diverged"):
-        rigid.step(JointCommand.zero(0), 0.05)
+    failed = rigid.step(JointCommand.zero(0), 0.05)
+    assert "diverged" in failed.violation and failed.t == 0.0
     np.testing.assert_array_equal(rigid.q, q0)
+    np.testing.assert_array_equal(failed.q, q0)
+    again = rigid.step(JointCommand.zero(0), 0.05)
+    assert again.violation == failed.violation and again.t == 0.0
+    with pytest.raises(ValueError, match="kp"):  # a bad command still raises
+        rigid.step(JointCommand(np.zeros(0), kp=np.zeros(1)), 0.05)
+    assert rigid.reset(q0).violation == ""
 
 
 @pytest.mark.parametrize("method", ["pgm", "mdp"])
@@ -214,3 +222,28 @@ def test_bad_parameters_give_errors_naming_the_field():
     hp.reset(hopper.q0)
     with pytest.raises(ValueError, match="kp"):
         hp.step(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.array([-1.0, 1.0]), np.zeros(2)), 0.01)
+
+
+@pytest.mark.parametrize("name", ["point_mass", "hopper1d", "plate_springs", "hopper", "quadruped", "block"])
+def test_default_capacity_rests_within_5_mm(name):
+    """At default settings every robot of the library, set down on the ground (joints held by a PD
+    at q0), rests at most 5 mm deep (issue 25: the hopper rested 19.6 mm deep, the 1-D hopper
+    31 mm, the plate's springs 55 mm with the old default of 3 weights at the model's stiffness)."""
+    from sim.protocol import actuated_joints
+
+    model = get_robot(name)
+    gap = numeric(model, verbose=False).contact_gap
+    plant = NmdpPlant(model, max_step=1e-3, verbose=False)
+    q = model.q0.copy()
+    q[model.q_names.index("z")] -= gap(q).min()  # lowest contact on the ground
+    nu, joints = model.nu, actuated_joints(model)
+    if name == "point_mass":  # no thrust
+        cmd = JointCommand.zero(nu)
+    else:
+        cmd = JointCommand(np.zeros(nu), q[joints], np.zeros(nu), np.full(nu, 100.0), np.full(nu, 5.0))
+    plant.reset(q)
+    for _ in range(1000):
+        state = plant.step(cmd, 1e-3)
+    assert state.violation == ""
+    assert -gap(state.q).min() <= 5e-3
+    assert -gap(state.q).min() > 0.0  # it does rest on its contacts

@@ -16,6 +16,7 @@ from robots import numeric
 from robots.model import RobotModel, check_vector
 from sim.hybrid.cfun import address_table
 from sim.hybrid.kernels import contact_gaps, joint_torque
+from sim.invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
 from sim.protocol import JointCommand, PlantState, actuated_joints
 
 
@@ -49,8 +50,11 @@ class FixedStepPlant:
 
     name = "baseline"
 
-    def __init__(self, model: RobotModel, *, dt_sim: float) -> None:
+    def __init__(self, model: RobotModel, *, dt_sim: float,
+                 penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M) -> None:
         self.model = model
+        self.invariants = Invariants(model, penetration_limit_m)
+        self.violation = ""  # latched until reset (sim/invariants.py)
         self.dt_sim = check_positive(f"{model.name} {self.name}", "dt_sim", dt_sim)
         self.fns = numeric(model, verbose=False)
         self.addr = address_table(self.fns)
@@ -76,7 +80,17 @@ class FixedStepPlant:
         self.stats = {"steps": 0, "transitions": 0,
                       "max_penetration": max(0.0, float(-contact_gaps(self.addr, q, self.nc).min(initial=0.0)))}
         self._reset_hook()
+        self.violation = ""
+        self.invariants.reset_report()
+        self._check()
         return self.state()
+
+    def _check(self, gaps: np.ndarray | None = None) -> str:
+        violation = self.invariants.check(self.t, self.q, self.v, gaps)
+        if violation:
+            self.violation = violation
+            self.invariants.report(violation)
+        return violation
 
     def _reset_hook(self) -> None:
         """Subclass hook after reset (warm starts etc.)."""
@@ -88,29 +102,43 @@ class FixedStepPlant:
         if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
             raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
         self._cmd = command.validated(self.model)
+        if self.violation:  # the physics failed earlier: hold the last good state until reset
+            return self.state()
         t_end = self.t + float(dt)
         while self.t < t_end - 1e-12 * max(1.0, abs(t_end)):
             h = min(self.dt_sim, t_end - self.t)
             self.tau, self._gen = joint_torque(self.q, self.v, self.joints, self.u_max, self._cmd.tau_ff,
                                                self._cmd.q_des, self._cmd.v_des, self._cmd.kp, self._cmd.kd, self.nv)
             before = self.flags.copy()
-            self._substep(h)
+            q0, v0 = self.q.copy(), self.v.copy()
+            try:
+                self._substep(h)
+            except (RuntimeError, ArithmeticError, np.linalg.LinAlgError) as exc:  # never raised mid-run
+                self.q, self.v = q0, v0
+                self.violation = f"{self.name} step failed at t={self.t:.6g} s: {str(exc).splitlines()[0]}"
+                self.invariants.report(self.violation)
+                return self.state()
             if not np.all(np.isfinite(self.q)) or not np.all(np.isfinite(self.v)):
-                raise RuntimeError(f"{self.model.name} {self.name}: state became non-finite at t={self.t:.6g} s "
-                                   f"(dt_sim={self.dt_sim} s is too large for this contact model)")
+                self._check()  # reports the non-finite state; the last good state is kept
+                self.q, self.v = q0, v0
+                self.violation += f" (dt_sim={self.dt_sim} s is too large for this contact model?)"
+                return self.state()
             self.t += h
             self.stats["steps"] += 1
             self.stats["transitions"] += int(np.count_nonzero(before != self.flags))
             gaps = contact_gaps(self.addr, self.q, self.nc)
             if gaps.size:
                 self.stats["max_penetration"] = max(self.stats["max_penetration"], float(-gaps.min()))
+            if self._check(gaps):
+                return self.state()
         self.t = t_end
         return self.state()
 
     def state(self) -> PlantState:
         """The current PlantState: contact flags and (normal, tangential) forces of the last step, N."""
         force = np.stack([self.fn, self.ft], axis=1) if self.nc else np.zeros((0, 2))
-        return PlantState(self.t, self.q.copy(), self.v.copy(), self.flags.copy(), force, np.array(self.tau))
+        return PlantState(self.t, self.q.copy(), self.v.copy(), self.flags.copy(), force, np.array(self.tau),
+                          self.violation)
 
     def energy(self) -> float:
         """Total mechanical energy T + V of the robot (contact springs excluded), J."""

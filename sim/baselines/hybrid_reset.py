@@ -19,6 +19,7 @@ import numpy as np
 from robots.model import RobotModel
 from sim.hybrid.kernels import constraint_rows, contact_gaps, model_terms
 from sim.hybrid.modes import Mode, Snapshot, select_impact_mode
+from sim.invariants import DEFAULT_PENETRATION_LIMIT_M
 
 from .common import FixedStepPlant, check_restitution
 
@@ -37,8 +38,9 @@ class HybridResetPlant(FixedStepPlant):
     name = "hybrid-reset"
 
     def __init__(self, model: RobotModel, *, restitution: float = 0.0, dt_sim: float = 1e-3,
-                 integrator: str = "euler", friction: str = "stick") -> None:
-        super().__init__(model, dt_sim=dt_sim)
+                 integrator: str = "euler", friction: str = "stick",
+                 penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M) -> None:
+        super().__init__(model, dt_sim=dt_sim, penetration_limit_m=penetration_limit_m)
         self.restitution = check_restitution(f"{model.name} {self.name}", restitution)
         if integrator not in ("euler", "semi_implicit"):
             raise ValueError(f"{model.name} {self.name}: integrator must be 'euler' or 'semi_implicit', got {integrator!r}")

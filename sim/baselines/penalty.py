@@ -18,6 +18,7 @@ from numba import njit
 
 from robots.model import RobotModel
 from sim.hybrid.kernels import contact_gaps, model_terms
+from sim.invariants import DEFAULT_PENETRATION_LIMIT_M
 
 from .common import FixedStepPlant, check_positive
 
@@ -75,8 +76,9 @@ class PenaltyPlant(FixedStepPlant):
     name = "penalty"
 
     def __init__(self, model: RobotModel, *, law: str = "tanh", dt_sim: float = 1e-3, integrator: str = "euler",
-                 tanh: dict | None = None, v_slip: float = 1e-3, contact_threshold: float = 1e-3) -> None:
-        super().__init__(model, dt_sim=dt_sim)
+                 tanh: dict | None = None, v_slip: float = 1e-3, contact_threshold: float = 1e-3,
+                 penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M) -> None:
+        super().__init__(model, dt_sim=dt_sim, penetration_limit_m=penetration_limit_m)
         owner = f"{model.name} {self.name}"
         if law not in ("tanh", "linear"):
             raise ValueError(f"{owner}: law must be 'tanh' or 'linear', got {law!r}")

@@ -23,6 +23,7 @@ import numpy as np
 
 from robots.model import RobotModel
 from sim.hybrid.kernels import contact_gaps, model_terms
+from sim.invariants import DEFAULT_PENETRATION_LIMIT_M
 
 from .common import FixedStepPlant, check_positive
 
@@ -90,8 +91,9 @@ class TimeSteppingPlant(FixedStepPlant):
     name = "time-stepping"
 
     def __init__(self, model: RobotModel, *, dt_sim: float = 1e-3, friction: str = "polyhedral",
-                 objective: str = "s2", tol: float = 1e-8, max_iter: int = 500, contact_threshold: float = 1e-3) -> None:
-        super().__init__(model, dt_sim=dt_sim)
+                 objective: str = "s2", tol: float = 1e-8, max_iter: int = 500, contact_threshold: float = 1e-3,
+                 penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M) -> None:
+        super().__init__(model, dt_sim=dt_sim, penetration_limit_m=penetration_limit_m)
         owner = f"{model.name} {self.name}"
         if friction not in ("polyhedral", "none"):
             raise ValueError(f"{owner}: friction must be 'polyhedral' or 'none', got {friction!r}")

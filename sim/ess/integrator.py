@@ -58,6 +58,23 @@ class EssSystem:
     wprep: Any = K.no_wprep
     wsolve: Any = K.no_wsolve
 
+    def __post_init__(self) -> None:
+        from numba.core.dispatcher import Dispatcher
+
+        for arg in ("f", "h", "Dh", "wprep", "wsolve"):
+            fn = getattr(self, arg)
+            if not isinstance(fn, Dispatcher):
+                what = (f"the plain Python function {getattr(fn, '__name__', '?')!r}" if callable(fn)
+                        else f"a {type(fn).__name__}")
+                raise TypeError(
+                    f"EssSystem {self.name!r}: argument {arg} must be a numba-compiled function (decorate it "
+                    f"with numba's @njit, e.g. `from numba import njit` and `@njit(cache=True)`; the kernel "
+                    f"calls it from compiled code), got {what}. Signatures: sim/ess/kernel.py, docs/ESS.md.")
+        for arg, low in (("n", 1), ("m", 0)):
+            value = getattr(self, arg)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ValueError(f"EssSystem {self.name!r}: {arg} must be an integer >= {low}, got {value!r}")
+
     def reset_matrix(self) -> np.ndarray:
         """The reset matrix as an m x m bool array (zeros if none was given)."""
         if self.reset is None:

@@ -18,7 +18,8 @@ Loop until tf:
 3. Re-arming. Guard reset matrix R: crossing guard j makes every guard k with R[j, k]
    *pending* (sigma_k = -1); a pending guard becomes armed once h_k < -eps_k (hysteresis: it
    must first leave the band). A pending guard that reaches zero before that (a grazing
-   contact) is located exactly on the dense output and crossed there. With `paper_rule` (the paper's Listing 1), instead: while no
+   contact) is located exactly on the dense output and crossed there; one that is at or past
+   zero at both ends of a step (it never left its crossed side) is crossed at the step's end. With `paper_rule` (the paper's Listing 1), instead: while no
    guard is armed, integration runs until *any* guard enters its band from below; then every
    guard with h_k < 0 is armed. (At the end of a call with nothing armed, guards with
    h_k < -eps_k are armed, so calls can be chained.) The vector field still reads sigma,
@@ -488,6 +489,15 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
                 k1[i] = k7[i]
             k1_valid = not no_end
             t = tf if tf - (t + hs) < 1e-13 * max(1.0, abs(tf)) else t + hs
+        # a pending guard that did not go below zero during the step (re-armed a hair past zero by
+        # the crossing that made it pending, and moving on) is in its crossed region: cross it, so
+        # the modes stay consistent with the guards' signs (else it could never be crossed again)
+        for k in range(m):
+            if pending[k] and hv[k] >= 0.0 and hn[k] > 0.0:
+                _cross(k, sigma, armed, pending, parked, reset)
+                stats[S_EXACT] += 1
+                events += 1
+                k1_valid = False
         # re-arming
         for k in range(m):
             if pending[k] and hn[k] < -eps[k]:

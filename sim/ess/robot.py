@@ -2,11 +2,18 @@
 
 Contact model (per contact i, gap phi_i, normal velocity vn_i = Jn_i v, tangential vt_i):
 - stance force fn_i = -k_i phi_i - b_i vn_i (spring-damper), ft_i = -mu_i fn_i tanh(vt_i / v_s);
-- two guards per contact: touchdown h_td = -phi (crossed when the gap closes) and liftoff
-  h_lo = -fn = k phi + b vn (crossed when the force would turn tensile; with
-  liftoff="gap", h_lo = phi as in the paper's plate model). The reset matrix re-arms each
-  contact's other guard; a re-armed guard must first leave its eps-band (hysteresis), so after
-  liftoff the foot must rise eps above the ground before a touchdown can be projected.
+- two guards per contact: touchdown and liftoff. liftoff="force" (default): h_lo = -fn =
+  k phi + b vn (crossed when the force would turn tensile: a clamped Kelvin-Voigt contact, no
+  adhesion), and h_td = -phi while the foot approaches (vn <= 0), -(phi + b vn / k) = fn / k
+  while it separates (vn > 0): crossed when the gap closes, or when the spring-damper force
+  turns compressive again below ground. Damping releases a rebounding foot *below* ground
+  (phi < 0, moving up); a touchdown guard of -phi alone would then already be past zero, could
+  never cross again and the robot fell through the floor (issue 25). With this h_td a contact
+  in flight below ground always has a tensile spring-damper force and re-touches as soon as
+  it pushes. liftoff="gap": h_lo = phi and h_td = -phi, as in the paper's plate model (the
+  force may turn tensile, sticky, until the gap opens). The reset matrix re-arms each
+  contact's other guard; a re-armed guard must first leave its eps-band (hysteresis), or it is
+  crossed where it reaches zero (located exactly).
 - stance = touchdown crossed and liftoff not crossed (from the integrator's sign vector).
 
 Friction: Coulomb's law regularised by tanh(vt / v_s). It is smooth inside each contact mode,
@@ -39,6 +46,7 @@ from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel, check_vector
 
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
 from . import kernel as K
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
@@ -193,7 +201,8 @@ def robot_f(t, x, sigma, p, ctx, out):
 
 @njit(cache=True, _nrt=False)
 def robot_h(x, p, ctx, out):
-    """Events: touchdown -phi_i (rows 0..nc-1) and liftoff k phi + b vn (or phi) (rows nc..2nc-1)."""
+    """Events: touchdown (rows 0..nc-1: -phi, or with the force rule and vn > 0, -(phi + b vn / k))
+    and liftoff k phi + b vn (or phi) (rows nc..2nc-1); see the module docstring."""
     addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
     nc = int(p[3])
     n = x.shape[0]
@@ -208,8 +217,16 @@ def robot_h(x, p, ctx, out):
     force_liftoff = p[5] > 0.0
     for i in range(nc):
         phi, vn = fout[n + i], fout[n + nc + i]
-        out[i] = -phi
-        out[nc + i] = p[HEADER + i] * phi + p[HEADER + nc + i] * vn if force_liftoff else phi
+        if force_liftoff:
+            k_i, b_i = p[HEADER + i], p[HEADER + nc + i]
+            # -phi approaching (vn <= 0); separating, the spring-damper force over k: crossed when
+            # the force -k phi - b vn turns compressive below ground (a foot released below
+            # ground by the force rule re-touches as soon as the spring pushes again)
+            out[i] = -phi - (b_i / k_i) * vn if vn > 0.0 else -phi
+            out[nc + i] = k_i * phi + b_i * vn
+        else:
+            out[i] = -phi
+            out[nc + i] = phi
 
 
 @njit(cache=True, _nrt=False)
@@ -224,9 +241,17 @@ def robot_Dh(x, p, ctx, out):
     out[:, :] = 0.0
     for i in range(nc):
         k_i, b_i = p[HEADER + i], p[HEADER + nc + i]
+        vn = 0.0
+        if force_liftoff:
+            for c in range(nv):
+                vn += bc[nc + i * nv + c] * x[nq + c]
+        sep = force_liftoff and vn > 0.0  # the touchdown guard's separating branch (see robot_h)
         for c in range(nq):
             jn = bc[nc + i * nv + c]
             out[i, c] = -jn
+            if sep:
+                out[i, c] = -jn - (b_i / k_i) * bg[i * nq + c]
+                out[i, nq + c] = -(b_i / k_i) * jn
             if force_liftoff:
                 out[nc + i, c] = k_i * jn + b_i * bg[i * nq + c]
                 out[nc + i, nq + c] = b_i * jn
@@ -591,6 +616,22 @@ def rollout_robot(wk, wi, B, commands, period, out_x):
     return K.OK
 
 
+DROP_FOR_LIMIT_M = 0.3  # m: the drop whose full compression sets the default penetration limit
+
+
+def compliant_penetration_limit(model: RobotModel, drop_m: float = DROP_FOR_LIMIT_M) -> float:
+    """The ESS plant's default penetration limit, m: the larger of DEFAULT_PENETRATION_LIMIT_M and
+    the depth d at which the softest contact's spring (stiffness k, damping ignored) has stored the
+    energy of the whole robot (weight W = largest diagonal entry of M(q0) times g) dropped from
+    drop_m onto it: k d^2 / 2 = W (drop_m + d). Deeper than that a foot has fallen through."""
+    from robots import numeric
+
+    w = float(np.max(np.diag(numeric(model, verbose=False).mass_matrix(model.q0)))) * model.gravity
+    k = min(c.stiffness for c in model.contacts)
+    d = (w + np.sqrt(w * w + 2.0 * k * w * drop_m)) / k
+    return max(DEFAULT_PENETRATION_LIMIT_M, float(d))
+
+
 class EssPlant:
     """A robot plant integrated by ESS (implements `sim.protocol.Plant`).
 
@@ -610,13 +651,19 @@ class EssPlant:
         w_reuse: ros21/ros23: how many further steps W (and its factor) is kept while the contact
             modes and the command's gains are unchanged (0: rebuilt at every new state; the
             accuracy and speed of each: docs/ESS.md).
-        on_violation: "locate" (default: exact event location where liveness fails) or "raise".
+        on_violation: "locate" (default: exact event location where liveness fails) or "raise"
+            (advance() and rollout() raise LivenessError; step() reports it in the state's violation).
+        penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
+            (sim/invariants.py). None (default): `compliant_penetration_limit(model)`, the larger of
+            0.02 m and how deep the softest contact's spring sinks when the whole robot drops
+            0.3 m onto it (a soft contact legitimately sinks centimetres in an impact).
         cache_dir, verbose: code-generation cache folder and whether to announce compiling.
     """
 
     def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
                  h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
                  w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
+                 penetration_limit_m: float | None = None,
                  cache_dir: Path | str | None = None, verbose: bool = True):
         if model.nq != model.nv:
             raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
@@ -642,9 +689,11 @@ class EssPlant:
         if on_violation not in ("locate", "raise"):
             raise ValueError(f"EssPlant: on_violation must be 'locate' or 'raise', got {on_violation!r}")
         self.model = model
+        self.invariants = Invariants(model, compliant_penetration_limit(model) if penetration_limit_m is None
+                                     else penetration_limit_m)
         self.options = dict(eps=eps, rtol=rtol, atol=atol, h_max=h_max, method=method, slip_speed=slip_speed,
                             liftoff=liftoff, w_reuse=int(w_reuse), on_violation=on_violation,
-                            max_events=max_events)
+                            max_events=max_events, penetration_limit_m=self.invariants.limit)
         lib = _lib(model, cache_dir, verbose)
         nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
         n, m = nq + nv, 2 * nc
@@ -686,6 +735,8 @@ class EssPlant:
         c = self._cmd  # the held command's fields, as views of p (what step(None) holds)
         self._held = JointCommand(*(self._p[c + k * nu:c + (k + 1) * nu] for k in range(5)))
         self._ready = False
+        self._good: PlantState | None = None  # the last state returned without a violation
+        self.violation = ""  # latched until reset (sim/invariants.py)
         # guard bookkeeping, as views of the plant's arrays
         self.guards = GuardState(self._F[F_EPS + m:F_EPS + 2 * m], self._B[0], self._B[1], self._B[2])
 
@@ -722,7 +773,10 @@ class EssPlant:
         self._p[self._cmd:] = 0.0
         self._F[F_HSTEP:F_HSTEP + 2] = (min(1e-3, self.options["h_max"]), 1e-4)
         self._ready = True
-        return self.state()
+        self.violation = ""
+        self.invariants.reset_report()
+        state = self.state()
+        return self._checked(state, self.invariants.gaps(state.q))
 
     def set_command(self, command: JointCommand) -> None:
         """Hold `command` (validated against the model) until the next call."""
@@ -748,6 +802,10 @@ class EssPlant:
             fast = self._fast = step_fields()
         wk, wi, B = self._wk, self._wi, self._B
         c = self._held if command is None else command
+        if self.violation:  # the physics failed earlier: hold the last good state until reset
+            if command is not None:
+                pack_command(command, self.model)  # a bad command still raises ValueError
+            return self._violated(self.violation)
         try:
             status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end)
         except (TypeError, AttributeError):
@@ -757,10 +815,33 @@ class EssPlant:
             packed = pack_command(command, self.model)
             status = fast(wk, wi, B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu], packed[3 * nu:4 * nu],
                           packed[4 * nu:], t_end)
-        if status != K.OK:
-            self._raise(status)
+        if status != K.OK:  # a physics failure: never raised out of step (sim/invariants.py)
+            what = (f"liveness violated at guard {int(self._I[I_GUARD])}" if status == K.LIVENESS
+                    else K.STATUS_TEXT[status])
+            return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
         q, v, force, tau, contact = self._outputs
-        return PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
+        n = self.system.n
+        state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
+        # fill_outputs left the outputs at x in fout: the gaps phi(x) follow x
+        return self._checked(state, self.system.ctx[2][n:n + self.model.nc])
+
+    def _checked(self, state: PlantState, gaps: np.ndarray) -> PlantState:
+        """`state` with its invariants checked (sim/invariants.py); keeps it as the last good one."""
+        violation = self.invariants.check(state.t, state.q, state.v, gaps)
+        if not violation:
+            self._good = state
+            return state
+        if self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+            self._good = state
+        return self._violated(violation)
+
+    def _violated(self, violation: str) -> PlantState:
+        """Latch `violation` (printed once) and return the last good state with it."""
+        self.violation = violation
+        self.invariants.report(violation)
+        out = self._good.copy()
+        out.violation = violation
+        return out
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
@@ -819,7 +900,7 @@ class EssPlant:
         m = self.model
         force, tau, contact = np.empty((m.nc, 2)), np.empty(m.nu), np.empty(m.nc, np.bool_)
         fill_outputs(self.x, self.guards.sigma, self._p, self.system.ctx, force, tau, contact)
-        return PlantState(self.t, self.x[:m.nq].copy(), self.x[m.nq:].copy(), contact, force, tau)
+        return PlantState(self.t, self.x[:m.nq].copy(), self.x[m.nq:].copy(), contact, force, tau, self.violation)
 
     @property
     def stats(self) -> dict:

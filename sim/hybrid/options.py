@@ -32,6 +32,8 @@ class HybridOptions:
     zeno_gap: contacts of the accumulating set within this gap join the completed mode, m.
     fa_nudge: time step (s) used to read the trend of a contact force that is zero at a liftoff.
     max_transitions_per_step: hard cap of discrete transitions in one `step` call (never hang).
+    penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
+        (sim/invariants.py).
     """
 
     pseudo_impulse: float = DEFAULT_PSEUDO_IMPULSE
@@ -49,6 +51,7 @@ class HybridOptions:
     zeno_gap: float = 1e-6
     fa_nudge: float = 1e-6
     max_transitions_per_step: int = 10000
+    penetration_limit_m: float = 0.02  # sim.invariants.DEFAULT_PENETRATION_LIMIT_M
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -65,6 +68,6 @@ class HybridOptions:
             raise ValueError(f"hybrid options: pseudo_impulse must be finite, got {self.pseudo_impulse!r}")
         if self.restitution > 1:
             raise ValueError(f"hybrid options: restitution must be in [0, 1], got {self.restitution!r}")
-        for name in ("rtol", "atol", "max_step", "zeno_window", "max_transitions_per_step"):
+        for name in ("rtol", "atol", "max_step", "zeno_window", "max_transitions_per_step", "penetration_limit_m"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"hybrid options: {name} must be > 0, got {getattr(self, name)!r}")

@@ -25,6 +25,13 @@ kind of guard, "slip") it becomes a sliding contact without kinetic friction (no
 until it leaves the ground; there are no slide-to-stick transitions, but a contact that
 touches down anew sticks again.
 The joint impedance law of the plant protocol is evaluated continuously inside the flow.
+Ties (issue 25): a guard that starts a segment at zero (an inactive contact touching at an
+approach speed below velocity_tol that the force-acceleration predicate lifts, or an active
+contact at exactly zero force, e.g. a thrust equal to the weight) is watched gap_tol (tol_f)
+past zero until it clears 2 gap_tol (2 tol_f); at zero it fired at the segment's start forever.
+Invariants (sim/invariants.py): step() never raises for a physics failure (no consistent mode,
+the transition cap, an integrator failure): the last good state comes back with
+PlantState.violation set and is held until reset; bad commands still raise ValueError.
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from scipy.integrate import solve_ivp
 
 from robots import numeric
 from robots.model import RobotModel, check_vector
+from sim.invariants import Invariants
 from sim.protocol import JointCommand, PlantState, actuated_joints
 
 from .cfun import address_table
@@ -100,6 +108,9 @@ class HybridPlant:
         self.stick = np.array(stick, dtype=bool)
         self._cmd = JointCommand.zero(model.nu).validated(model)
         self._t: float | None = None
+        self.invariants = Invariants(model, self.options.penetration_limit_m)
+        self.violation = ""  # latched until reset (sim/invariants.py)
+        self._good: PlantState | None = None  # the last state returned without a violation
         self.events: list[HybridEvent] = []
         self.stats: dict = {}
 
@@ -127,8 +138,11 @@ class HybridPlant:
         self.stats = {k: 0 for k in ("touchdowns", "liftoffs", "slips", "zeno", "mode_changes", "segments",
                                      "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations")}
         self._impact_times: list[float] = []
+        self.violation = ""
+        self.invariants.reset_report()
+        self._good = None
         self._resolve("reset")
-        return self.state()
+        return self._checked(self.state())
 
     def step(self, command: JointCommand, dt: float) -> PlantState:
         """Advance dt seconds under `command` (held; impedance law evaluated continuously)."""
@@ -137,12 +151,39 @@ class HybridPlant:
         if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
             raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
         cmd = command.validated(self.model)
+        if self.violation:  # the physics failed earlier: hold the last good state until reset
+            return self._held()
         changed = any(not np.array_equal(getattr(cmd, f), getattr(self._cmd, f))
                       for f in ("tau_ff", "q_des", "v_des", "kp", "kd"))
         self._cmd = cmd
-        if changed:
-            self._resolve("command")  # e.g. a thrust above the weight lifts a contact at once
-        return self.advance(self._t + float(dt))
+        try:
+            if changed:
+                self._resolve("command")  # e.g. a thrust above the weight lifts a contact at once
+            state = self.advance(self._t + float(dt))
+        except (RuntimeError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
+            # a physics failure (no consistent mode, the integrator failed, a singular system):
+            # never raised mid-run; the last good state is returned with the reason
+            self.violation = f"hybrid plant failed at t={self._t:.6g} s: {str(exc).splitlines()[0]}"
+            self.invariants.report(self.violation)
+            return self._held()
+        return self._checked(state)
+
+    def _checked(self, state: PlantState) -> PlantState:
+        """`state` with its invariants checked (sim/invariants.py); a violation is latched."""
+        violation = self.invariants.check(state.t, state.q, state.v)
+        if violation and (self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all())):
+            self._good = state
+        if violation:
+            self.violation = violation
+            self.invariants.report(violation)
+            return self._held()
+        self._good = state
+        return state
+
+    def _held(self) -> PlantState:
+        out = self._good.copy()
+        out.violation = self.violation
+        return out
 
     def advance(self, t_end: float) -> PlantState:
         """Integrate to time t_end (s) under the current command; returns the state there."""
@@ -175,7 +216,7 @@ class HybridPlant:
                 force[self._rows_c[r], self._rows_k[r]] = lam[r]
         contact = np.zeros(self.nc, dtype=bool)
         contact[list(self._mode)] = True
-        return PlantState(self._t, self._q.copy(), self._v.copy(), contact, force, tau)
+        return PlantState(self._t, self._q.copy(), self._v.copy(), contact, force, tau, self.violation)
 
     @property
     def mode(self) -> tuple:
@@ -280,18 +321,53 @@ class HybridPlant:
             return c["gaps"]
 
         events, labels = [], []
+        # A contact out of the mode that starts touching (|gap| <= gap_tol: it just lifted off, or
+        # touches at an approach speed below velocity_tol while the force-acceleration predicate
+        # lifts it) has its touchdown guard gap_tol below its starting gap until it clears the
+        # ground by 2 gap_tol (a "clear" event ends the segment; the next one watches gap 0 again).
+        # At gap 0 the guard fired again at once whenever rounding or a vanishing approach dipped
+        # the gap below zero, and the plant repeated the same event forever ("events repeat
+        # without time advancing (mode [], last guard touchdown ...)", issue 25); a contact that
+        # sinks instead still crosses it, gap_tol deep, and is resolved as touching.
+        tol = self.options.gap_tol
+        gaps0 = contact_gaps(self.addr, self._q, nc)
         for i in range(nc):
             if i not in self._mode:
-                ev = (lambda i: lambda t, x: gap_of(x)[i])(i)
+                grazing = abs(gaps0[i]) <= tol
+                level = min(gaps0[i], 0.0) - tol if grazing else 0.0
+                ev = (lambda i, lv: lambda t, x: gap_of(x)[i] - lv)(i, level)
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("touchdown", i))
+                if grazing:
+                    ev = (lambda i: lambda t, x: gap_of(x)[i] - 2.0 * tol)(i)
+                    ev.terminal, ev.direction = True, 1
+                    events.append(ev)
+                    labels.append(("clear", i))
+        # Likewise a stance contact whose normal force starts at zero (a tie: a thrust equal to the
+        # weight, or the predicate kept a contact whose force just vanished) has its lift-off guard
+        # tol_f below its starting force until the force clears 2 tol_f: at 0 the guard fired at
+        # once, forever ("events repeat without time advancing (mode [0], last guard liftoff ...)").
+        x0 = np.concatenate([self._q, self._v])
+        lam0 = evaluate(x0)["lam"] if self._rows_c.size else np.zeros(0)
+        ftol = None
         for r in range(self._rows_c.size):
             if self._rows_k[r] == 0:
-                ev = (lambda r: lambda t, x: evaluate(x)["lam"][r])(r)
+                level = 0.0
+                if ftol is None and abs(lam0[r]) <= 1e-6 * (1.0 + float(np.abs(lam0).max())):
+                    ftol = self._snapshot().tol_f
+                tied = ftol is not None and abs(lam0[r]) <= ftol
+                if tied:
+                    level = min(float(lam0[r]), 0.0) - ftol
+                ev = (lambda r, lv: lambda t, x: evaluate(x)["lam"][r] - lv)(r, level)
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("liftoff", int(self._rows_c[r])))
+                if tied:
+                    ev = (lambda r, lv: lambda t, x: evaluate(x)["lam"][r] - lv)(r, 2.0 * ftol)
+                    ev.terminal, ev.direction = True, 1
+                    events.append(ev)
+                    labels.append(("clear", int(self._rows_c[r])))
         for r, nrows, mus in self._cones:
             for sign in (-1.0, 1.0):
                 ev = (lambda r, nrows, mus, sign: lambda t, x: float(mus @ evaluate(x)["lam"][nrows])
@@ -299,7 +375,6 @@ class HybridPlant:
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("slip", int(self._rows_c[r])))
-        x0 = np.concatenate([self._q, self._v])
         sol = solve_ivp(rhs, (self._t, t_end), x0, method="DOP853", rtol=self.options.rtol,
                         atol=self.options.atol, max_step=self.options.max_step, events=events or None,
                         first_step=self._first_step(evaluate(x0)["xdot"], t_end))

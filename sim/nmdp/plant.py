@@ -20,10 +20,20 @@ import numpy as np
 
 from robots.model import RobotModel, check_vector
 
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, check_penetration_limit
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
 from . import kernel as K
 from .qp import DenseQp
 from .terms import nmdp_library
+
+
+# Default capacity (docs/NMDP.md, "Resting penetration"): a contact holds up to 30 times the robot's
+# weight, reached over a 1 cm deep ramp (stiffness 1.5 F / 1 cm = 4500 weights per metre). A foot
+# carrying the whole weight then rests ~1.8 mm deep, and a 0.2 m drop sinks ~1 cm: the capacity
+# bounds the work the contact can do (F over the depth), so it must stop a drop within the
+# penetration limit, and the ramp bounds the resting depth.
+FORCE_LIMIT_WEIGHTS = 30.0
+DEPTH_SCALE_M = 0.01
 
 
 class NmdpError(RuntimeError):
@@ -39,11 +49,12 @@ class NmdpOptions:
     """Options of the NMDP plant, validated once (`validated()` raises ValueError naming the field).
 
     method: "pgm" (first-order), "zopgm" (zeroth-order) or "mdp" (linearised baseline).
-    stiffness: contact stiffness k, N/m: None = each contact's model stiffness, a number or one
-        per contact: the steepest slope of the capacity cap = F S(depth / delta) (sim.nmdp.terms),
-        so delta = 1.5 F / k.
-    force_limit: F, N, the capacity of a fully pressed contact: None = 3 times the robot's
-        weight (largest diagonal entry of M(q0) times g), a number or one per contact.
+    stiffness: contact stiffness k, N/m: None = 1.5 F / DEPTH_SCALE_M (the capacity's ramp
+        1 cm deep), a number or one per contact: the steepest slope of the capacity
+        cap = F S(depth / delta) (sim.nmdp.terms), so delta = 1.5 F / k.
+    force_limit: F, N, the capacity of a fully pressed contact: None = FORCE_LIMIT_WEIGHTS (30)
+        times the robot's weight (largest diagonal entry of M(q0) times g), a number or one per
+        contact.
     mu: friction coefficients: None = the model's, a number or one per contact (>= 0).
     max_step: largest primary step, s: `step(cmd, dt)` takes ceil(dt / max_step) equal steps
         (None: one step of dt).
@@ -56,6 +67,8 @@ class NmdpOptions:
     max_iter: PGM outer iterations (QP solves) per substep. max_line_search: halvings of the
         PGM step before stopping. armijo: sufficient-decrease constant of the line search.
     qp_reg: relative Tikhonov term added to the QP metric (keeps it positive definite).
+    penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
+        (sim/invariants.py).
     """
 
     method: str = "pgm"
@@ -72,6 +85,7 @@ class NmdpOptions:
     max_line_search: int = 10
     armijo: float = 1e-4
     qp_reg: float = 1e-9
+    penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M
 
     def validated(self, model: RobotModel) -> "NmdpOptions":
         """Check every field against `model`; raise ValueError naming the field and the fix."""
@@ -89,10 +103,11 @@ class NmdpOptions:
                 raise ValueError(f"NmdpPlant: {name} must be an integer >= 1, got {value!r}")
         if self.max_step is not None and not (math.isfinite(self.max_step) and self.max_step > 0):
             raise ValueError(f"NmdpPlant: max_step must be None or a finite number > 0 (s), got {self.max_step!r}")
-        per_contact(model, "stiffness", self.stiffness, [c.stiffness for c in model.contacts], positive=True)
+        per_contact(model, "stiffness", self.stiffness, [1.0] * model.nc, positive=True)
         per_contact(model, "mu", self.mu, [c.mu for c in model.contacts], positive=False)
         if self.force_limit is not None:
             per_contact(model, "force_limit", self.force_limit, [1.0] * model.nc, positive=True)
+        check_penetration_limit("NmdpPlant", self.penetration_limit_m)
         return self
 
 
@@ -106,8 +121,7 @@ def per_contact(model: RobotModel, name: str, value, default: Sequence[float], *
     for c, x in zip(model.contacts, arr):
         if not np.isfinite(x) or x < 0 or (positive and x == 0):
             need = "> 0" if positive else ">= 0"
-            hint = " (the model's contact has none: pass stiffness=...)" if value is None and name == "stiffness" else ""
-            raise ValueError(f"NmdpPlant: {name} of contact {c.name!r} must be finite and {need}, got {x}{hint}")
+            raise ValueError(f"NmdpPlant: {name} of contact {c.name!r} must be finite and {need}, got {x}")
     return arr
 
 
@@ -139,15 +153,17 @@ class NmdpPlant:
         na = 2 * nc
         self.method = o.method
         self._method = K.METHODS[o.method]
-        self.stiffness = per_contact(model, "stiffness", o.stiffness, [c.stiffness for c in model.contacts],
-                                     positive=True)
         self.mu = per_contact(model, "mu", o.mu, [c.mu for c in model.contacts], positive=False)
         self._lib = nmdp_library(model, cache_dir, verbose)
+        m0 = self._lib["nmdp_explicit"](model.q0, np.zeros(nv), np.zeros(3 * nc))[0].reshape(nv, nv)
+        self.weight = float(np.max(np.diag(m0))) * model.gravity  # N (largest diagonal entry of M(q0) times g)
         if o.force_limit is None:
-            m0 = self._lib["nmdp_explicit"](model.q0, np.zeros(nv), np.zeros(3 * nc))[0].reshape(nv, nv)
-            self.force_limit = np.full(nc, 3.0 * float(np.max(np.diag(m0))) * model.gravity)
+            self.force_limit = np.full(nc, FORCE_LIMIT_WEIGHTS * self.weight)
         else:
             self.force_limit = per_contact(model, "force_limit", o.force_limit, [1.0] * nc, positive=True)
+        # default: the stiffness that makes the capacity's ramp DEPTH_SCALE_M deep (docs/NMDP.md)
+        self.stiffness = per_contact(model, "stiffness", o.stiffness, 1.5 * self.force_limit / DEPTH_SCALE_M,
+                                     positive=True)
         self.depth_scale = 1.5 * self.force_limit / self.stiffness
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
         self._qp = DenseQp(na, nc, cache_dir=cache_dir, verbose=verbose)
@@ -177,6 +193,8 @@ class NmdpPlant:
         self._trace = np.zeros(0)
         self._force = np.zeros((nc, 2))
         self._cap = np.zeros(nc)
+        self.invariants = Invariants(model, o.penetration_limit_m)
+        self.violation = ""  # latched until reset (sim/invariants.py)
         self.q = np.array(model.q0, dtype=float)
         self.v = np.zeros(nv)
         self.alpha = np.zeros(na)
@@ -200,6 +218,9 @@ class NmdpPlant:
         self._cap[:] = 0.0
         self._cmd[:] = 0.0
         self._ready = True
+        self.violation = ""
+        self.invariants.reset_report()
+        self._check()
         return self.state()
 
     def set_command(self, command: JointCommand) -> None:
@@ -208,17 +229,41 @@ class NmdpPlant:
 
     def step(self, command: JointCommand | None, dt: float) -> PlantState:
         """Advance dt seconds (one primary step, or ceil(dt / max_step)) holding `command`
-        (None keeps the previous one); returns the state. Raises NmdpError if a step fails."""
+        (None keeps the previous one); returns the state. A step that fails (NmdpError) or breaks
+        an invariant is not raised: the state before it is returned with `violation` set, and
+        kept until reset (sim/invariants.py)."""
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         dt = self._check_dt(dt, "dt")
         if command is not None:
             self.set_command(command)
+        if self.violation:
+            return self.state()
         n = 1 if self.options.max_step is None else max(1, math.ceil(dt / self.options.max_step - 1e-9))
         h = dt / n
         for _ in range(n):
-            self._advance(h)
+            q0, v0, t0 = self.q.copy(), self.v.copy(), self.t
+            try:
+                self._advance(h)
+            except NmdpError as exc:  # state restored to the one before the failed step
+                self._latch(str(exc))
+                break
+            if self._check():
+                if not (np.isfinite(self.q).all() and np.isfinite(self.v).all()):
+                    self.q[:], self.v[:], self.t = q0, v0, t0  # the last good state
+                break
         return self.state()
+
+    def _check(self) -> str:
+        """Check the invariants at the current state; latch and report a violation."""
+        violation = self.invariants.check(self.t, self.q, self.v)
+        if violation:
+            self._latch(violation)
+        return violation
+
+    def _latch(self, violation: str) -> None:
+        self.violation = violation
+        self.invariants.report(violation)
 
     def _advance(self, h: float) -> None:
         q0, v0 = self.q.copy(), self.v.copy()
@@ -298,7 +343,8 @@ class NmdpPlant:
         nu, j = m.nu, self._joints
         tau = np.clip(c[:nu] + c[3 * nu:4 * nu] * (c[nu:2 * nu] - self.q[j])
                       + c[4 * nu:] * (c[2 * nu:3 * nu] - self.v[j]), -self._umax, self._umax)
-        return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau)
+        return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau,
+                          self.violation)
 
     @property
     def stats(self) -> dict:

@@ -1,0 +1,103 @@
+"""Invariants every plant checks after each step (and at reset), so that a run whose physics
+went wrong ends cleanly instead of silently simulating nonsense or crashing mid-run.
+
+Checked (`Invariants.check`):
+- q and v are finite;
+- every contact's gap phi >= -penetration_limit (m): a foot deeper than that has fallen
+  through the ground (compliant plants rest at a few mm; the rigid plant at ~0);
+- (hook) a unit quaternion for 3-D floating bases: the planar library has none, so
+  `check_quaternion` is a no-op until a 3-D robot exists.
+
+The result is one line, empty when all hold, carried by `PlantState.violation`. A plant never
+raises out of `step` for a physics failure (non-finite state, Zeno accumulation, a solver that
+fails): it keeps the last good state, sets `violation`, prints the violation once to stderr
+(`Invariants.report`) and from then on returns that state with the same violation until
+`reset` (the physics is no longer trusted; the bridge server ends the run on it). Bad commands
+(wrong length, negative gains) still raise ValueError.
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+from numba import njit
+
+from robots.model import RobotModel
+
+DEFAULT_PENETRATION_LIMIT_M = 0.02  # m: the option `penetration_limit_m` of every plant
+
+
+def check_penetration_limit(owner: str, value) -> float:
+    """Validate the plant option `penetration_limit_m` (finite, > 0, m); returns it as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not math.isfinite(value) \
+            or value <= 0:
+        raise ValueError(f"{owner}: penetration_limit_m must be a finite number > 0 (m), got {value!r}")
+    return float(value)
+
+
+@njit(cache=True)
+def _all_hold(q, v, phi, lowest):
+    """True if q and v are finite and every gap phi >= lowest."""
+    for x in q:
+        if not np.isfinite(x):
+            return False
+    for x in v:
+        if not np.isfinite(x):
+            return False
+    for x in phi:
+        if not x >= lowest:
+            return False
+    return True
+
+
+class Invariants:
+    """The invariant check of one plant for `model` (see the module docstring).
+
+    penetration_limit_m: deepest gap allowed, m (default DEFAULT_PENETRATION_LIMIT_M).
+    """
+
+    def __init__(self, model: RobotModel, penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M):
+        from robots import numeric
+
+        self.model = model
+        self.limit = check_penetration_limit(f"{model.name} plant", penetration_limit_m)
+        self._fns = numeric(model, verbose=False)
+        self._names = [c.name for c in model.contacts]
+        self._nc = model.nc
+        self._quaternions = False  # planar robots: no floating-base quaternion (the hook below)
+        self.reported = ""  # the violation already printed (printed once per reset)
+
+    def gaps(self, q: np.ndarray) -> np.ndarray:
+        """The contacts' gaps phi(q), m."""
+        return np.asarray(self._fns.contact_gap(q), dtype=float).reshape(-1)
+
+    def check(self, t: float, q: np.ndarray, v: np.ndarray, gaps: np.ndarray | None = None) -> str:
+        """"" if every invariant holds at (t, q, v), else one line saying which failed first.
+        gaps: the contacts' gaps at q if the plant has them at hand (else computed)."""
+        if gaps is not None:
+            phi = gaps
+        else:  # the gap function refuses a non-finite q; that case is reported below
+            phi = self.gaps(q) if np.isfinite(q).all() else np.zeros(0)
+        # one compiled pass (a few us per step matter to the ESS plant); the message only on failure
+        if _all_hold(q, v, phi, -self.limit):
+            return self.check_quaternion(t, q) if self._quaternions else ""
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            bad = [n for n, x in zip(self.model.q_names, q) if not math.isfinite(x)]
+            bad += [f"v[{n}]" for n, x in zip(self.model.q_names, v) if not math.isfinite(x)]
+            return f"non-finite state ({', '.join(bad)}) at t={t:.6g} s"
+        i = int(np.argmin(phi))
+        return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
+
+    def check_quaternion(self, t: float, q: np.ndarray) -> str:
+        """Hook for 3-D robots (a floating base's unit quaternion); planar robots have none."""
+        return ""
+
+    def report(self, violation: str) -> None:
+        """Print `violation` to stderr once (until `reset_report`)."""
+        if violation and not self.reported:
+            print(f"{self.model.name} plant: invariant violated: {violation}", file=sys.stderr, flush=True)
+            self.reported = violation
+
+    def reset_report(self) -> None:
+        self.reported = ""
