@@ -49,6 +49,8 @@ from robots.model import RobotModel, check_vector
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
 from . import kernel as K
+from . import static_call
+from .static_call import drop_stale_cache, static
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
 
 # reassociation and contraction (FMA) for the small dense loops; NaN/inf semantics kept
@@ -512,7 +514,14 @@ def _arrays(wk, wi):
     return wk[wi[WI_P]:wi[WI_P + 1]], wk[wi[WI_F]:wi[WI_F + 1]], wi[wi[WI_I]:wi[WI_I + 1]]
 
 
-@njit(_nrt=False)  # not cacheable: it binds the vector-field dispatchers (recompiled per process, ~5-10 s)
+# The vector field's functions as compile-time constants (sim/ess/static_call.py): passed as plain
+# dispatchers they would keep `_integrate` and its callers out of numba's disk cache (each process
+# would recompile the integrator, ~20 s).
+S_F, S_H, S_DH, S_WPREP, S_WSOLVE = (static(robot_f), static(robot_h), static(robot_Dh), static(robot_wprep),
+                                      static(robot_wsolve))
+
+
+@njit(cache=True, _nrt=False)
 def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     """`kernel.ess_integrate` bound to the robot vector field: integrate the plant state in F/I/B
     to time tf under the command held in p. Returns the kernel's status (guard in I[I_GUARD])."""
@@ -522,7 +531,7 @@ def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     span = tf - t
     max_steps = int(min(1e9, max(1e4, 1000.0 * span / F[F_HMAX])))  # 1000 attempts per largest step
     t, status, guard = K.ess_integrate(
-        robot_f, robot_h, robot_Dh, robot_wprep, robot_wsolve, I[I_METHOD], ctx, x, t, tf, p,
+        S_F, S_H, S_DH, S_WPREP, S_WSOLVE, I[I_METHOD], ctx, x, t, tf, p,
         F[F_EPS + m:F_EPS + 2 * m], B[0], B[1], B[2], B[3:3 + m], F[F_EPS:F_EPS + m], False, F[F_RTOL], F[F_ATOL],
         F[F_HSTEP:F_HSTEP + 2], F[F_HMAX], F[F_LIVE], I[I_VIOL], I[I_MAXEV], max_steps, t_eval, x_eval,
         I[I_STATS:I_STATS + K.N_STATS], work)
@@ -531,14 +540,14 @@ def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     return status
 
 
-@njit
+@njit(cache=True)
 def integrate_robot(wk, wi, B, tf, t_eval, x_eval):
     """`_integrate` on the plant's arenas (see there)."""
     p, F, I = _arrays(wk, wi)
     return _integrate(_context(wk, wi), p, F, I, B, wk[wi[WI_F + 1]:], tf, t_eval, x_eval)
 
 
-@njit
+@njit(cache=True)
 def _tick(wk, wi, B, tf):
     """Integrate to tf under the held command; write the outputs (forces, torques, contact flags)
     into F's tail and B's last row. Returns the kernel's status."""
@@ -588,11 +597,11 @@ def step_fields():
         f1 = nbt.float64[::1]
         ro = nbt.Array(nbt.float64, 1, "C", readonly=True)
         sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64)
-        _STEP_FIELDS.append(njit(sig)(_step_fields_py))
+        _STEP_FIELDS.append(njit(sig, cache=True)(_step_fields_py))
     return _STEP_FIELDS[0]
 
 
-@njit
+@njit(cache=True)
 def rollout_robot(wk, wi, B, commands, period, out_x):
     """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
     Returns the status (ticks completed in I[I_TICKS])."""
@@ -906,3 +915,7 @@ class EssPlant:
     def stats(self) -> dict:
         """Cumulative integrator counters since construction."""
         return dict(zip(K.STAT_NAMES, self._stats.tolist()))
+
+
+# numba tracks this file only; the kernel and static_call are inlined into the cached code above
+drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__])
