@@ -429,3 +429,38 @@ def test_sigkill_to_the_plant_loses_at_most_the_last_second(tmp_path):
     rows = (log / "plant_ticks.csv").read_text().strip().splitlines()[1:]
     assert len(rows) >= ticks_before - 1  # everything up to 1.3 s before the kill is on disk
     assert len(np.load(log / "trajectory.npz")["t"]) >= ticks_before - 1
+
+
+class _BreaksAtTick:
+    """A plant that reports an invariant violation from its `tick`-th step on (a stand-in for
+    a plant whose physics broke: sim.invariants sets PlantState.violation the same way)."""
+
+    def __init__(self, plant, tick: int):
+        self.plant, self.model, self.tick, self.steps = plant, plant.model, tick, 0
+
+    def reset(self, q, v=None, t=0.0):
+        self.steps = 0
+        return self.plant.reset(q, v, t)
+
+    def step(self, command, dt):
+        state = self.plant.step(command, dt)
+        self.steps += 1
+        if self.steps > self.tick:
+            state.violation = f"contact foot gap -0.5 m below -0.02 m limit at t={state.t:.2f} s"
+        return state
+
+
+def test_a_plant_invariant_violation_ends_the_run_cleanly_with_its_reason(tmp_path, capfd):
+    log = tmp_path / "log"
+    server = PlantServer(_BreaksAtTick(make_plant("ess", MODEL), 5),
+                         ServerOptions(bind=f"ipc://{tmp_path}/p", duration_s=1.0, log_dir=str(log)))
+    th, out, client = _controller_thread(f"ipc://{tmp_path}/p")
+    summary = server.run()
+    th.join(10)
+    assert summary["ticks"] == 6 and summary["end_reason"].startswith("plant invariant violated: contact foot gap")
+    assert summary["plant_violation"].startswith("contact foot gap -0.5 m")
+    assert json.loads((log / "plant_summary.json").read_text())["end_reason"] == summary["end_reason"]
+    rows = (log / "plant_ticks.csv").read_text().strip().splitlines()
+    assert rows[-1].split(",")[5] == "violation" and len(rows) == 1 + 6  # the tick that broke is logged
+    assert "plant invariant violated" in capfd.readouterr().err
+    assert out["exit_code"] == 0 and out["ticks"] == 6  # the controller got BYE, not silence
