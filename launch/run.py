@@ -139,6 +139,9 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "controller": scenario.controller,
         "mode": scenario.mode,
         "rejected": plant["rejected"],
+        # the plant's own word on how the run ended: "run ended", a signal, or a broken invariant
+        "end_reason": plant.get("end_reason"),
+        "plant_violation": plant.get("plant_violation", ""),
         "interrupted": interrupted,
         "exit_codes": list(exit_codes),
         "run_dir": str(folder),
