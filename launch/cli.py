@@ -84,6 +84,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run folder: {summary['run_dir']}")
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(f"fell: {summary['fell']}   misses: {summary['misses']}   rejected messages: {summary['rejected']}")
+    if summary.get("plant_violation"):  # the plant left physics: the run ended early, say so loudly
+        print(f"error: the plant ended the run: {summary['end_reason']}", file=sys.stderr)
+        return 1
     return 0
 
 
