@@ -278,3 +278,17 @@ def test_stance_with_a_thrust_equal_to_the_weight_advances():
         state = plant.step(JointCommand.torque([weight]), 0.01)
     assert state.violation == "" and state.t == pytest.approx(0.1)
     assert abs(state.q[0]) < 1e-9 and abs(state.v[0]) < 1e-9
+
+
+def test_slip_guard_starting_on_the_cone_boundary_advances():
+    """Found by the plant fuzz: a quadruped foot whose tangential force sat exactly on the Coulomb
+    cone at a segment's start re-fired its slip guard forever ("events repeat without time
+    advancing (mode [0], last guard slip of contact 0)" at t = 0.115 s). Such a guard now waits
+    tol_f past the boundary, as the touchdown and lift-off guards do."""
+    from sim import fuzz
+
+    case = fuzz.Case(robot="quadruped", drop=0.0, k_scale=0.5, b_scale=0.5, mu=0.3, vx0=-0.2544819574844452,
+                     vz0=-0.15, command="pd", noise=0.5361023625966302, seed=667, ticks=13)
+    r = fuzz.run_case(fuzz.PlantPool(), "hybrid", case)
+    assert r["exception"] == "" and r["violation"] == ""
+    assert not r["fall_through"]

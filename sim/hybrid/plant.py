@@ -27,8 +27,9 @@ touches down anew sticks again.
 The joint impedance law of the plant protocol is evaluated continuously inside the flow.
 Ties (issue 25): a guard that starts a segment at zero (an inactive contact touching at an
 approach speed below velocity_tol that the force-acceleration predicate lifts, or an active
-contact at exactly zero force, e.g. a thrust equal to the weight) is watched gap_tol (tol_f)
-past zero until it clears 2 gap_tol (2 tol_f); at zero it fired at the segment's start forever.
+contact at exactly zero force, e.g. a thrust equal to the weight, or a sticking contact exactly
+on its Coulomb cone) is watched gap_tol (tol_f) past zero until it clears 2 gap_tol (2 tol_f);
+at zero it fired at the segment's start forever.
 Invariants (sim/invariants.py): step() never raises for a physics failure (no consistent mode,
 the transition cap, an integrator failure): the last good state comes back with
 PlantState.violation set and is held until reset; bad commands still raise ValueError.
@@ -368,13 +369,26 @@ class HybridPlant:
                     ev.terminal, ev.direction = True, 1
                     events.append(ev)
                     labels.append(("clear", int(self._rows_c[r])))
+        # and a slip guard (a Coulomb cone margin) that starts at zero: its margin is watched tol_f
+        # past zero until it clears 2 tol_f ("... last guard slip of contact 0", plant fuzz)
         for r, nrows, mus in self._cones:
             for sign in (-1.0, 1.0):
-                ev = (lambda r, nrows, mus, sign: lambda t, x: float(mus @ evaluate(x)["lam"][nrows])
-                      + sign * evaluate(x)["lam"][r])(r, nrows, mus, sign)
+                margin = (lambda r, nrows, mus, sign: lambda x: float(mus @ evaluate(x)["lam"][nrows])
+                          + sign * evaluate(x)["lam"][r])(r, nrows, mus, sign)
+                m0 = margin(x0)
+                if ftol is None and abs(m0) <= 1e-6 * (1.0 + float(np.abs(lam0).max())):
+                    ftol = self._snapshot().tol_f
+                tied = ftol is not None and abs(m0) <= ftol
+                level = min(m0, 0.0) - ftol if tied else 0.0
+                ev = (lambda margin, lv: lambda t, x: margin(x) - lv)(margin, level)
                 ev.terminal, ev.direction = True, -1
                 events.append(ev)
                 labels.append(("slip", int(self._rows_c[r])))
+                if tied:
+                    ev = (lambda margin, lv: lambda t, x: margin(x) - lv)(margin, 2.0 * ftol)
+                    ev.terminal, ev.direction = True, 1
+                    events.append(ev)
+                    labels.append(("clear", int(self._rows_c[r])))
         sol = solve_ivp(rhs, (self._t, t_end), x0, method="DOP853", rtol=self.options.rtol,
                         atol=self.options.atol, max_step=self.options.max_step, events=events or None,
                         first_step=self._first_step(evaluate(x0)["xdot"], t_end))
