@@ -464,3 +464,14 @@ def test_a_plant_invariant_violation_ends_the_run_cleanly_with_its_reason(tmp_pa
     assert rows[-1].split(",")[5] == "violation" and len(rows) == 1 + 6  # the tick that broke is logged
     assert "plant invariant violated" in capfd.readouterr().err
     assert out["exit_code"] == 0 and out["ticks"] == 6  # the controller got BYE, not silence
+
+
+def test_the_document_and_the_code_name_the_same_reasons_and_every_one_is_exercised():
+    import re
+
+    doc = (Path(__file__).parent.parent / "docs" / "PROTOCOL.md").read_text()
+    table = doc.split("## Errors", 1)[1]
+    documented = set(re.findall(r"^\| `(\w+)` \|", table, flags=re.M))
+    assert documented == set(P.REASONS)
+    exercised = {reason for _, reason in STRANGER_CASES.values()} | {"sequence", "value", "internal"}
+    assert exercised == set(P.REASONS)
