@@ -5,13 +5,14 @@ plant one control period under it, log. Modes:
 - lockstep: simulated time; the plant waits for COMMAND(k) (up to `lockstep_timeout_s`, after
   which the tick counts as a miss so that a dead controller never hangs the plant);
 - realtime: ticks are paced by the wall clock (starting when the first controller says
-  HELLO); COMMAND(k) must arrive before
-  STATE(k) send time + deadline_s. A miss holds the last command for `hold_ticks`
-  ticks, then applies a safe damping command (zero torque and stiffness, damping gain
-  `damping_kd`); the next on-time command resumes control.
+  HELLO); COMMAND(k) must arrive before STATE(k) send time + deadline_s.
+In both modes a miss holds the last command for `hold_ticks` ticks (never past its
+`valid_until`), then applies a safe damping command (zero torque and stiffness, damping gain
+`damping_kd`); the next valid command resumes control.
 Any malformed or unexpected message is answered with ERROR and counted by reason; nothing a
-peer sends can stop the loop. SIGINT/SIGTERM end the run after the current tick; logs are
-flushed every second and completed on exit.
+peer sends can stop the loop. A plant that reports a broken invariant (PlantState.violation)
+ends the run with BYE and the reason. SIGINT/SIGTERM end the run after the current tick; logs
+are flushed every second and completed on exit.
 """
 from __future__ import annotations
 
