@@ -5,7 +5,7 @@ the repository's root. The biped must stand (PD and MPC) and stay upright (MPC w
 plant the doc names.
 
 The only liberties taken: `python` is this interpreter, a background command's successor starts
-once it printed "serving" (what the doc tells the reader to wait for), the ZeroMQ port 5555 becomes a free
+once it printed "ready ..." (what the doc tells the reader to wait for), the ZeroMQ port 5555 becomes a free
 port (the machine is shared), the repository is appended to PYTHONPATH (so that this checkout,
 not another installed copy, runs), and runs land in a tmp folder.
 """
@@ -138,13 +138,10 @@ def test_shell_steps(step, tmp_path, biped):
                 proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True)
                 background.append((line, proc))
-                said = []
-                while not (said and said[-1].startswith("serving")):  # the doc: wait until it says so
-                    said.append(proc.stderr.readline())
-                    assert said[-1], f"{line}\nexited before serving:\n{''.join(said)}{proc.communicate()}"
-                if "'ready ENDPOINT' on stdout" in said[-1]:  # the bridge branch's serve-plant: ready comes later
-                    while not proc.stdout.readline().startswith("ready"):
-                        assert proc.poll() is None, f"{line}\nexited before ready: {proc.communicate()}"
+                said = proc.stdout.readline()
+                while not said.startswith("ready"):  # the doc: wait until it prints `ready ENDPOINT`
+                    assert said, f"{line}\nexited before ready: {proc.communicate()}"
+                    said = proc.stdout.readline()
                 continue
             out = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
             assert out.returncode == 0, f"{line}\nexit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
