@@ -27,7 +27,7 @@ from pathlib import Path
 import zmq
 
 from bridge import protocol as P
-from bridge.fuzz import hostile_message
+from bridge.fuzz import hostile_message, is_probe_reply, probe
 
 BATCH = 50
 WARMUP_BATCHES = 20  # the RSS baseline is taken after these (1,000 messages)
@@ -75,8 +75,8 @@ def bench_bridge_fuzz(args) -> dict:
             sock.send_multipart(frames)
             sent += 1
         probes += 1
-        magic = b"~" + (probes % (1 << 24)).to_bytes(3, "little")
-        sock.send_multipart([P.FIXED.pack(magic, 1, P.HELLO, 0, 0.0, 0, 0)])
+        probe_frames, magic = probe(probes)
+        sock.send_multipart(probe_frames)
         while True:
             if not sock.poll(30_000):
                 plant_exits += proc.poll() is not None
@@ -84,10 +84,9 @@ def bench_bridge_fuzz(args) -> dict:
             msg = P.decode(sock.recv_multipart(), dims)
             if msg.type != P.ERROR:
                 continue
-            body = msg.json()
-            if body["reason"] == "magic" and repr(magic) in body.get("detail", ""):
+            if is_probe_reply(msg, magic):
                 break
-            replies[body["reason"]] += 1
+            replies[msg.json()["reason"]] += 1
         if probes == WARMUP_BATCHES or rss0 is None and sent >= n_messages:
             rss0 = _rss_kib(proc.pid)  # after the warm-up: allocator pools and caches filled once
         if probes % 200 == 0:

@@ -9,8 +9,9 @@ deep nesting, invalid UTF-8, wrong field types). The tests (tests/test_bridge_ha
 draw the generator's `random.Random` from hypothesis; `python -m launch bench bridge-fuzz` runs
 it seeded for 100,000 messages against a `serve-plant` process.
 
-`PROBE` is a message that the plant always refuses (`truncated`) and that nothing here
-generates: sent after a fuzz message, its ERROR marks the end of that message's replies.
+`probe(k)` is a message that the plant always refuses (`magic`, its ERROR detail naming the
+probe's own magic k) and that the generator cannot produce by chance: sent after fuzz messages,
+`is_probe_reply` spots its ERROR, which marks the end of their replies.
 """
 from __future__ import annotations
 
@@ -23,7 +24,20 @@ import numpy as np
 
 from . import protocol as P
 
-PROBE = [b"probe"]
+
+
+def probe(k: int) -> tuple[list, bytes]:
+    """The k-th probe message (a bare header whose magic is b"~" + k as 3 bytes) and that magic."""
+    magic = b"~" + (k % (1 << 24)).to_bytes(3, "little")
+    return [P.FIXED.pack(magic, P.VERSION, P.HELLO, 0, 0.0, 0, 0)], magic
+
+
+def is_probe_reply(msg: P.Message, magic: bytes) -> bool:
+    """True if `msg` is the plant's ERROR refusing the probe with this magic."""
+    if msg.type != P.ERROR:
+        return False
+    body = msg.json()
+    return body["reason"] == "magic" and repr(magic) in body.get("detail", "")
 
 _JSON_VALUES = [None, True, False, 0, 1, -1, 2, 1.0, 1e308, -0.0, "", "hopper", "x" * 300, [], [1, 2, 3], {},
                 {"protocol": 1}, [[[]]]]

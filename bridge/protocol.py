@@ -10,7 +10,7 @@ Descriptor: field id u16, dtype code u8, ndim u8, dim0 u32, dim1 u32, reserved u
 Every message type has a declared schema (field names, dtypes, shapes from the robot's
 dimensions; JSON payloads have typed fields, JSON_SCHEMAS). `decode` validates everything
 (magic, version, type, counts, frames, descriptors, sizes, dtypes, shapes, finite values)
-and `Message.payload` validates a JSON payload field by field; both raise
+and `Message.json` validates a JSON payload field by field; both raise
 `ProtocolError(reason, detail)` and nothing else, with `reason` one of REASONS, so servers
 count rejections by cause.
 """
@@ -152,7 +152,9 @@ class Message:
         return obj
 
 
-_JSON_NAMES = {int: "an integer", str: "a string", float: "a number", list: "an array", dict: "an object"}
+# JSON types as error details name them (bool first: it is an int to Python, not to JSON)
+_JSON_NAMES = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "an array",
+               dict: "an object", type(None): "null"}
 
 # Typed fields of the JSON payloads: name -> (Python type, required). Unknown fields are
 # ignored (a newer peer may add some); a known field of the wrong type is an error.
@@ -168,10 +170,8 @@ JSON_SCHEMAS: dict[int, dict[str, tuple[type, bool]]] = {
 
 def _json_type(value) -> str:
     """A short description of a decoded JSON value for error details: its JSON type and a prefix."""
-    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "an array",
-             dict: "an object", type(None): "null"}
     text = repr(value)
-    return f"{names.get(type(value), type(value).__name__)} {text[:40]}{'...' if len(text) > 40 else ''}"
+    return f"{_JSON_NAMES.get(type(value), type(value).__name__)} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_ns: int | None = None,

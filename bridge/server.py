@@ -299,8 +299,7 @@ class PlantServer:
         if self.options.log_dir:
             folder = Path(self.options.log_dir)
             (folder / "endpoint").write_text(self.endpoint)
-            (folder / "ready.tmp").write_text(json.dumps(info))
-            (folder / "ready.tmp").replace(folder / "ready.json")
+            _write_json_atomically(folder / "ready.json", info)
         if self.announce:
             print(f"ready {self.endpoint}", flush=True)
 
@@ -393,7 +392,7 @@ class PlantServer:
                 status = f"damp ({err})"[:40]
             if self.options.push_ns and not self.pushed and self.state.t >= self._push_time():
                 self._push()
-            violation = getattr(self.state, "violation", "")
+            violation = self.state.violation
             if violation:  # the plant left physics: say so and end the run instead of serving fiction
                 status = "violation"
                 self.violation = violation
@@ -431,9 +430,7 @@ class PlantServer:
     def _progress(self, tick: int, n_ticks: int | None, done: bool = False) -> None:
         info = {"tick": tick, "ticks": n_ticks, "t": self.state.t, "misses": self.counts["misses"], "done": done,
                 "rejected": sum(self.rejects.values())}
-        path = Path(self.options.log_dir) / "progress.json"
-        path.with_suffix(".tmp").write_text(json.dumps(info))
-        path.with_suffix(".tmp").replace(path)
+        _write_json_atomically(Path(self.options.log_dir) / "progress.json", info)
 
     def summary(self, ticks: int) -> dict:
         """Counters and latency/jitter statistics of the run so far."""
@@ -450,6 +447,13 @@ class PlantServer:
                                                                "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
                 "options": {**asdict(self.options), "deadline_s": self._deadline()}}
+
+
+def _write_json_atomically(path: Path, info: dict) -> None:
+    """Write `info` as JSON to `path` through a temporary file, so readers never see half of it."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info))
+    tmp.replace(path)
 
 
 def _sleep_until(t_target: float) -> None:

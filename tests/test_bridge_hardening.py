@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from bridge import protocol as P
 from bridge.client import ClientOptions, ControllerClient
-from bridge.fuzz import hostile_message
+from bridge.fuzz import hostile_message, is_probe_reply, probe
 from bridge.server import PlantServer, ServerOptions
 from mpc.controllers import make_controller
 from robots import get_robot
@@ -71,17 +71,16 @@ class LivePlant:
         """Send `frames`, then a probe the plant refuses with a unique detail; return every reply
         that came before the probe's ERROR (decoded)."""
         self._probe += 1
-        magic = b"~" + self._probe.to_bytes(3, "little")
-        probe = [P.FIXED.pack(magic, 1, P.HELLO, 0, 0.0, 0, 0)]
+        probe_frames, magic = probe(self._probe)
         if frames:
             sock.send_multipart(frames)
-        sock.send_multipart(probe)
+        sock.send_multipart(probe_frames)
         replies, end = [], time.monotonic() + timeout_s
         while time.monotonic() < end:
             if not sock.poll(100):
                 continue
             msg = P.decode(sock.recv_multipart(), DIMS)
-            if msg.type == P.ERROR and repr(magic) in msg.json().get("detail", ""):
+            if is_probe_reply(msg, magic):
                 return replies
             replies.append(msg)
         raise AssertionError(f"no answer to the probe within {timeout_s} s; plant alive: {self.thread.is_alive()}")
