@@ -87,6 +87,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if summary.get("plant_violation"):  # the plant left physics: the run ended early, say so loudly
         print(f"error: the plant ended the run: {summary['end_reason']}", file=sys.stderr)
         return 1
+    if any(summary["exit_codes"]) and not summary["interrupted"]:
+        print(f"error: a process of the run failed (exit codes plant, controller: {summary['exit_codes']}); "
+              f"see plant.log and controller.log in {summary['run_dir']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -71,7 +71,9 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
                            TimeElapsedColumn(), transient=True)
             bar.start()
             task = bar.add_task(f"{scenario.name} ({scenario.mode})", total=scenario.duration_s, info="starting")
-        while plant.poll() is None:
+        # a controller that exits first (it crashed, or gave up on a silent plant) ends the run:
+        # the plant would otherwise wait for it tick after tick
+        while plant.poll() is None and controller.poll() is None:
             time.sleep(0.2)
             if bar is not None and (folder / "progress.json").exists():
                 try:
@@ -99,8 +101,10 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
 
     model = get_robot(scenario.robot)
     if not (folder / "plant_summary.json").exists():
-        log = (folder / "plant.log").read_text()[-2000:] if (folder / "plant.log").exists() else ""
-        raise RuntimeError(f"the plant process did not finish its run (see {folder}/plant.log):\n{log}")
+        tails = "".join(f"\n--- {name} (end) ---\n{(folder / name).read_text()[-1500:]}"
+                        for name in ("controller.log", "plant.log") if (folder / name).exists())
+        raise RuntimeError(f"the run ended before the plant wrote its summary (exit codes plant, controller: "
+                           f"{list(exit_codes)}; logs in {folder}):{tails}")
     plant = json.loads((folder / "plant_summary.json").read_text())
     table = latency_table(folder)
     q0_z = model.q0[model.q_names.index("z")] if "z" in model.q_names else None

@@ -73,6 +73,14 @@ class Scenario:
                              f"got {self.push_at_s}")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
+        plan = self.controller_options.get("plan")
+        if plan is not None:  # checked here, before the run: the controller's child process would only die on it
+            from mpc.plan_transcription import require_plan_file
+
+            try:
+                require_plan_file(plan)
+            except ValueError as err:
+                raise ValueError(f"scenario {self.name!r}: {err}") from None
         return self
 
     @property

@@ -31,12 +31,17 @@ W_Q = {"x": 100.0, "z": 100.0}
 W_Q_OTHER, W_V_BASE, W_V_OTHER, W_U = 10.0, 1.0, 0.1, 1e-3
 
 
+def require_plan_file(path) -> None:
+    """Raise ValueError naming the command that makes the plan if `path` is not a file."""
+    if not Path(path).is_file():
+        raise ValueError(f"mpc plan {str(path)!r} does not exist; make it with `python -m launch plan hopper-holes` "
+                         "(about 1.5 h; it writes runs/plans/hopper-holes/plan.npz)")
+
+
 def plan_samples(problem: ContactOcp, path) -> TrajectoryReference:
     """The plan file's own reference (dense t, q, v; torques per control interval; contact
     variables zero): what `transcribe_plan` tracks."""
-    if not Path(path).exists():
-        raise ValueError(f"mpc plan {str(path)!r} does not exist; make it with `python -m launch plan hopper-holes` "
-                         "(it writes runs/plans/hopper-holes/plan.npz)")
+    require_plan_file(path)
     with np.load(path) as d:
         t, q, v, t_grid, u = (d[k] for k in ("t", "q", "v", "t_grid", "u"))
     if q.shape[1] != problem.model.nq or u.shape[1] != problem.n_tau:

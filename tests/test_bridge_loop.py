@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,3 +235,15 @@ def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path)
     # CI load is allowed, a missing controller is not).
     assert summary["misses"] == sum(int(r.rsplit(",", 1)[1]) for r in rows) <= len(rows) // 20
     assert (folder / "latency.png").exists() and (folder / "trajectory.npz").exists()
+
+
+def test_a_controller_that_dies_at_start_ends_the_run_with_an_error_not_a_wait(tmp_path):
+    """A controller process that fails (here: a gain that is not a number) used to leave the
+    lockstep plant waiting for its HELLO forever; `launch run` now ends both and says why."""
+    toml = (Path(__file__).parent.parent / "launch" / "scenarios" / "hopper-pd.toml").read_text()
+    scenario = tmp_path / "broken-pd.toml"
+    scenario.write_text(toml.replace("kp = 40.0", 'kp = "forty"').replace('name = "hopper-pd"', 'name = "broken-pd"'))
+    out = subprocess.run([sys.executable, "-m", "launch", "run", str(scenario), "--json"], cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert "error:" in out.stderr and "exit codes plant, controller" in out.stderr, out.stderr[-2000:]
