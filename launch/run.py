@@ -71,9 +71,10 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
                            TimeElapsedColumn(), transient=True)
             bar.start()
             task = bar.add_task(f"{scenario.name} ({scenario.mode})", total=scenario.duration_s, info="starting")
-        # a controller that exits first (it crashed, or gave up on a silent plant) ends the run:
-        # the plant would otherwise wait for it tick after tick
-        while plant.poll() is None and controller.poll() is None:
+        # a controller that fails first (it crashed, or gave up on a silent plant) ends the run: the
+        # plant would otherwise wait for it tick after tick. One that exits 0 got BYE: the plant is
+        # finishing its logs, wait for it.
+        while plant.poll() is None and controller.poll() in (None, 0):
             time.sleep(0.2)
             if bar is not None and (folder / "progress.json").exists():
                 try:
