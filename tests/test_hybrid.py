@@ -292,3 +292,53 @@ def test_slip_guard_starting_on_the_cone_boundary_advances():
     r = fuzz.run_case(fuzz.PlantPool(), "hybrid", case)
     assert r["exception"] == "" and r["violation"] == ""
     assert not r["fall_through"]
+
+
+def test_painleve_like_biped_tick_resolves_by_sliding(monkeypatch):
+    """Found on the "bring your own robot" biped walking under the MPC (issue 25): with one foot
+    sticking, the other foot needed a pulling impulse to stop and sank when left out, so the plant
+    cycled touchdown -> Zeno completion -> lift-off ~2,700 times in this 10 ms tick (4-11 s of wall
+    time per tick). A contact left out of a mode may no longer approach or accelerate into the
+    ground, and when no mode with the sticking contacts is consistent, the fewest contacts slide."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
+    model = get_robot("my_biped:build")
+    plant = HybridPlant(model)
+    plant.reset(model.q0 + np.r_[0.0, 0.05, np.zeros(model.nq - 2)])
+    # the state and the MPC's command at t = 0.03 s of that walk (feet 0 and 1 active, 0 sliding)
+    q = [-0.007448038843834304, 0.44819957609349254, 0.07734085855642352, 0.33294200014681147,
+         -0.9140085817952387, 0.5546967722806855, -0.7997277267154468]
+    v = [0.31356596108036494, 0.6234140532114775, -3.0646924516272755, 10.512147612668938,
+         3.8728382460988406, -0.07172658330265706, 6.975070356771929]
+    plant._t, plant._q, plant._v, plant._sliding = 0.03, np.array(q), np.array(v), {0}
+    plant._set_mode(frozenset({0, 1}))
+    plant.events.clear()
+    cmd = JointCommand(np.array([-13.262135350020532, -3.344221052592563, 13.45222846984149, 6.050420957851053]),
+                       np.array([0.39949539281219143, -0.870017833263464, 0.5628665571638696, -0.7449790820538496]),
+                       np.array([6.655339266537992, 4.3990748531774715, 0.8169784883184024, 5.474864466159729]),
+                       np.full(4, 5.0), np.full(4, 0.5))
+    state = plant.step(cmd, 0.01)
+    assert state.violation == ""
+    assert state.t == pytest.approx(0.04)
+    assert len(plant.events) < 20, [(e.kind, e.contacts, e.mode_before, e.mode_after) for e in plant.events[:12]]
+    assert plant.stats["zeno"] == 0
+    assert plant.stats["friction_slides"] >= 1
+    gaps = numeric(model, verbose=False).contact_gap(state.q)
+    assert np.min(gaps) > -1e-6
+
+
+def test_resting_contact_moving_along_the_ground_joins_sliding():
+    """A block set flat on the ground while moving sideways (normal speed 0): its corners join
+    the mode sliding. Joining them sticking zeroed the velocity by the projection onto the
+    sticking rows, a jump no impulse paid for (found while fixing the biped above)."""
+    model = get_robot("block", width=0.2, height=0.6)
+    plant = HybridPlant(model)
+    q = np.array([0.0, 0.5 * model.params["height"], 0.0])
+    state = plant.reset(q, np.array([1.0, 0.0, 0.0]))
+    assert plant.mode == (0, 1)
+    assert plant._sliding == {0, 1}
+    assert state.v[0] == pytest.approx(1.0, rel=1e-12)
+    state = plant.step(JointCommand.zero(0), 0.1)
+    assert state.violation == ""
+    assert state.q[0] == pytest.approx(0.1, rel=1e-9)  # frictionless sliding (Assumption A12)

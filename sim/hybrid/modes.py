@@ -19,14 +19,31 @@ block lying flat) are dropped: the paper drops "one of the redundant tangential 
   keeps).
 - Force-acceleration predicate (eq. 43-46): K is the mode after liftoff iff every i in K has
   lam_i >= 0 and every i in S \\ K has lam_{K+i, i} < 0, judged by the trend (sign just after
-  the event) when the force is zero to tolerance.
+  the event) when the force is zero to tolerance. Sticking members must also be inside their
+  Coulomb cones |ft| <= mu fn (else they slide, see below); impacts stick regardless (A12).
 Small scopes enumerate all 2^|S| candidates (Section 4.4); larger ones take a Lemke LCP
 solution of the frictionless normal problem as the candidate, check the exact predicate,
 and repair it by single-contact flips.
+
+Complementarity of the contacts left out. Both predicates also require that a contact of S
+left out of the mode does not go into the ground: its normal velocity after the impact
+(impulse-velocity) or its gap acceleration in the mode (force-acceleration) is >= 0 to
+tolerance. Without friction this follows from the predicates (the LCP is a P-matrix one);
+with sticking contacts it does not: a sticking foot can make the second foot need a pulling
+impulse to stop, while left out it sinks (a Painleve-like case, issue 25, where the plant
+cycled touchdown -> Zeno -> lift-off thousands of times per step).
+
+Friction-consistent selection (`consistent_impact_mode`, `consistent_liftoff_mode`): when no
+candidate with the current sticking contacts satisfies the predicate, sticking contacts of S
+are made sliding (normal row only, the frictionless sliding of Assumption A12), the fewest
+that make a candidate consistent; among equal counts the one whose remaining sticking
+contacts are deepest inside their Coulomb cones. All of S sliding is the frictionless problem,
+which has a solution whenever the normal rows are independent.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from dataclasses import replace
 from itertools import combinations
 from typing import Iterable
 
@@ -78,8 +95,9 @@ class Snapshot:
 
     addr/nv/nc: compiled robot functions; stick: (nc) bool, contacts with a tangential row;
     tau: generalized applied force (nv, N or N m); eps: pseudo-impulse duration (s);
-    tol_p: impulse tolerance (N s); tol_f: force tolerance (N); rank_tol: relative tolerance
-    of the row-dependency test.
+    tol_p: impulse tolerance (N s); tol_f: force tolerance (N); tol_v: normal speed (m/s) a
+    contact left out of the mode may still approach at; rank_tol: relative tolerance of the
+    row-dependency test; mu: (nc) friction coefficients (None: cones not compared).
     """
 
     addr: np.ndarray
@@ -92,10 +110,32 @@ class Snapshot:
     eps: float = 0.0
     tol_p: float = 1e-12
     tol_f: float = 1e-9
+    tol_v: float = 1e-8
     rank_tol: float = 1e-9
+    mu: np.ndarray | None = None
     _terms: tuple = field(default=None, repr=False)  # type: ignore[assignment]
     _rows: dict = field(default_factory=dict, repr=False)
     _impacts: dict = field(default_factory=dict, repr=False)
+
+    def with_stick(self, stick: np.ndarray) -> "Snapshot":
+        """The same snapshot with another set of sticking contacts (model terms shared)."""
+        return replace(self, stick=np.array(stick, dtype=bool), _terms=self.terms(), _rows={}, _impacts={})
+
+    def cone_excess(self, J: Iterable[int], v: np.ndarray | None = None) -> float:
+        """Largest |ft| - mu fn (N) over the sticking rows of mode J at velocity v (the load of
+        a dropped parallel tangential row is shared by the kept one); -inf without cones."""
+        rows = self.rows(J)
+        if self.mu is None or not np.any(rows.k == 1):
+            return -np.inf
+        fn, ft = self.forces_nt(J, v)
+        shared = sum(self.mu[j] * fn[j] for j in rows.dropped_t)
+        return max(abs(ft[c]) - self.mu[c] * fn[c] - shared for c, k in zip(rows.c, rows.k) if k == 1)
+
+    @property
+    def M_scale(self) -> float:
+        """A mass scale (kg, the largest entry of M) turning velocity and acceleration
+        violations into impulses and forces."""
+        return float(np.abs(self.terms()[0]).max())
 
     def terms(self, v: np.ndarray | None = None) -> tuple:
         """(M, h, Jn, Jt, an, at) at (q, v) (v defaults to the snapshot's)."""
@@ -203,10 +243,14 @@ def iv_violation(snap: Snapshot, S: Mode, J: Mode, restitution: float) -> float:
         if rows.normal_row(i) < 0:
             continue  # dependent normal row: carries no impulse of its own
         worst = max(worst, -imp.effective(i) - snap.tol_p)
+    _, _, Jn, _, _, _ = snap.terms()
     for i in S - J:
+        # left out: must not approach after the impact (complementarity), and
+        worst = max(worst, snap.M_scale * (-(Jn[i] @ imp.v_plus) - snap.tol_v))
         alt = snap.impact(J | {i}, restitution)
         if snap.rows(J | {i}).normal_row(i) < 0:
             continue
+        # joining would take a negative impulse (the paper's predicate)
         worst = max(worst, alt.effective(i) + snap.tol_p)
     return max(worst, 0.0)
 
@@ -214,13 +258,35 @@ def iv_violation(snap: Snapshot, S: Mode, J: Mode, restitution: float) -> float:
 def select_impact_mode(snap: Snapshot, S: Mode, restitution: float = 0.0, enumerate_max: int = 8,
                        stats: dict | None = None) -> Mode:
     """Post-impact mode J within scope S (active + impacting contacts) by the predicate
-    (enumeration for |S| <= enumerate_max, else Lemke + repair)."""
+    (enumeration for |S| <= enumerate_max, else Lemke + repair); the least violating candidate
+    if none satisfies it (counted in stats['predicate_fallbacks'])."""
     stats = stats if stats is not None else {}
+    J, viol = _impact_mode(snap, S, restitution, enumerate_max, stats)
+    if viol > 0.0:
+        stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
+    return J
+
+
+def consistent_impact_mode(snap: Snapshot, S: Mode, restitution: float = 0.0, enumerate_max: int = 8,
+                           stats: dict | None = None) -> tuple[Mode, Mode, Snapshot]:
+    """(J, sliding, snapshot): the post-impact mode within S, the sticking contacts that must
+    slide for it to be consistent (see the module docstring), and the snapshot with those
+    contacts sliding (its impact(J) is the impact map to apply)."""
+    stats = stats if stats is not None else {}
+
+    def select(sn: Snapshot):
+        J, viol = _impact_mode(sn, S, restitution, enumerate_max, stats)
+        return J, viol, lambda: sn.cone_excess(J, sn.impact(J, restitution).v_plus)
+
+    return _with_friction(snap, S, select, stats)
+
+
+def _impact_mode(snap: Snapshot, S: Mode, restitution: float, enumerate_max: int, stats: dict):
     if len(S) <= enumerate_max:
-        return _enumerate(S, lambda J: iv_violation(snap, S, J, restitution), stats)
+        return _enumerate(S, lambda J: iv_violation(snap, S, J, restitution))
     stats["lcp_solves"] = stats.get("lcp_solves", 0) + 1
     cand = _lcp_candidate(snap, S, restitution)
-    return _repair(S, cand, lambda J: iv_violation(snap, S, J, restitution), stats)
+    return _repair(S, cand, lambda J: iv_violation(snap, S, J, restitution))
 
 
 def _lcp_candidate(snap: Snapshot, S: Mode, restitution: float) -> Mode:
@@ -255,9 +321,20 @@ def fa_violation(snap: Snapshot, S: Mode, K: Mode, nudge: float) -> float:
     for i in K:
         if snap.rows(K).normal_row(i) >= 0:
             worst = max(worst, -lam[i] - snap.tol_f)
-    for i in S - K:
+    # sticking members inside their Coulomb cones (a contact on the boundary counts as inside;
+    # the flow's slip guard takes it from there)
+    worst = max(worst, snap.cone_excess(K) - snap.tol_f)
+    out = S - K
+    if out:
+        _, _, Jn, _, an, _ = snap.terms()
+        acc = Jn @ snap.accelerations(K, snap.v) + an
+    for i in out:
+        # left out: its gap must not accelerate into the ground (complementarity), and
+        tol_a = snap.tol_f / snap.M_scale + 1e-9 * (abs(an[i]) + 1.0)
+        worst = max(worst, snap.M_scale * (-acc[i] - tol_a))
         if snap.rows(K | {i}).normal_row(i) < 0:
             continue
+        # joining would take a pulling force (the paper's predicate)
         alt = _trending_forces(snap, K | {i}, nudge)
         worst = max(worst, alt[i] + snap.tol_f)
     return max(worst, 0.0)
@@ -281,21 +358,73 @@ def _trending_forces(snap: Snapshot, K: Mode, nudge: float) -> np.ndarray:
 def select_liftoff_mode(snap: Snapshot, S: Mode, enumerate_max: int = 8, nudge: float = 1e-6,
                         stats: dict | None = None) -> Mode:
     """Mode K within scope S (active + touching-at-rest contacts) that satisfies the
-    force-acceleration predicate (enumeration, or greedy repair from S beyond enumerate_max)."""
+    force-acceleration predicate (enumeration, or greedy repair from S beyond enumerate_max);
+    the least violating candidate if none does (counted in stats['predicate_fallbacks'])."""
     stats = stats if stats is not None else {}
+    K, viol = _liftoff_mode(snap, S, enumerate_max, nudge)
+    if viol > 0.0:
+        stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
+    return K
+
+
+def consistent_liftoff_mode(snap: Snapshot, S: Mode, enumerate_max: int = 8, nudge: float = 1e-6,
+                            stats: dict | None = None) -> tuple[Mode, Mode, Snapshot]:
+    """(K, sliding, snapshot): the mode within S by the force-acceleration predicate, the
+    sticking contacts that must slide for it to be consistent, and the snapshot with those
+    contacts sliding."""
+    stats = stats if stats is not None else {}
+
+    def select(sn: Snapshot):
+        K, viol = _liftoff_mode(sn, S, enumerate_max, nudge)
+        return K, viol, lambda: sn.cone_excess(K)
+
+    return _with_friction(snap, S, select, stats)
+
+
+def _liftoff_mode(snap: Snapshot, S: Mode, enumerate_max: int, nudge: float):
     if len(S) <= enumerate_max:
-        return _enumerate(S, lambda K: fa_violation(snap, S, K, nudge), stats)
+        return _enumerate(S, lambda K: fa_violation(snap, S, K, nudge))
     lam = _trending_forces(snap, S, nudge)
     cand = Mode(i for i in S if lam[i] >= -snap.tol_f)
-    return _repair(S, cand, lambda K: fa_violation(snap, S, K, nudge), stats)
+    return _repair(S, cand, lambda K: fa_violation(snap, S, K, nudge))
 
 
 # ---------------------------------------------------------------------------------------
 
 
-def _enumerate(S: Mode, violation, stats: dict) -> Mode:
-    """The candidate subset of S with zero violation (largest first); the least violating
-    candidate if none satisfies the predicate (counted in stats['predicate_fallbacks'])."""
+def _with_friction(snap: Snapshot, S: Mode, select, stats: dict) -> tuple[Mode, Mode, Snapshot]:
+    """Run `select(snapshot) -> (mode, violation, cone_excess())` with the current sticking
+    contacts; if its mode violates the predicate, with the fewest sticking contacts of S made
+    sliding that give a consistent mode (ties: the smallest cone excess). Falls back to the
+    least violating candidate seen (counted in stats['predicate_fallbacks'])."""
+    J, viol, _ = select(snap)
+    if viol == 0.0:
+        return J, Mode(), snap
+    best = (viol, J, Mode(), snap)
+    sticking = [i for i in sorted(S) if snap.stick[i]]
+    for size in range(1, len(sticking) + 1):
+        found = []
+        for slide in combinations(sticking, size):
+            stick = snap.stick.copy()
+            stick[list(slide)] = False
+            sn = snap.with_stick(stick)
+            Js, vs, excess = select(sn)
+            if vs == 0.0:
+                found.append((excess(), sorted(slide), Js, Mode(slide), sn))
+            elif vs < best[0]:
+                best = (vs, Js, Mode(slide), sn)
+        if found:
+            stats["friction_slides"] = stats.get("friction_slides", 0) + 1
+            _, _, Js, slide, sn = min(found, key=lambda f: (f[0], f[1]))
+            return Js, slide, sn
+    stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
+    _, J, slide, sn = best
+    return J, slide, sn
+
+
+def _enumerate(S: Mode, violation) -> tuple[Mode, float]:
+    """(candidate, 0) for the candidate subset of S with zero violation (largest first), else the
+    least violating candidate and its violation."""
     best, best_v = None, np.inf
     idx = sorted(S)
     for size in range(len(idx), -1, -1):
@@ -303,19 +432,18 @@ def _enumerate(S: Mode, violation, stats: dict) -> Mode:
             J = Mode(J)
             viol = violation(J)
             if viol == 0.0:
-                return J
+                return J, 0.0
             if viol < best_v:
                 best, best_v = J, viol
-    stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
-    return best if best is not None else Mode()
+    return (best, best_v) if best is not None else (Mode(), 0.0)
 
 
-def _repair(S: Mode, cand: Mode, violation, stats: dict, max_rounds: int = 50) -> Mode:
-    """Single-contact flips from `cand` while they reduce the predicate violation."""
+def _repair(S: Mode, cand: Mode, violation, max_rounds: int = 50) -> tuple[Mode, float]:
+    """Single-contact flips from `cand` while they reduce the predicate violation; (mode, violation)."""
     J, viol = cand, violation(cand)
     for _ in range(max_rounds):
         if viol == 0.0:
-            return J
+            return J, 0.0
         best, best_v = None, viol
         for i in sorted(S):
             Jf = J - {i} if i in J else J | {i}
@@ -325,6 +453,4 @@ def _repair(S: Mode, cand: Mode, violation, stats: dict, max_rounds: int = 50) -
         if best is None:
             break
         J, viol = best, best_v
-    if viol > 0.0:
-        stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
-    return J
+    return J, viol

@@ -23,7 +23,11 @@ Friction (Assumption A12 of seed 001): an active contact with mu > 0 sticks (nor
 tangential rows); when its tangential force leaves the Coulomb cone |ft| <= mu fn (a third
 kind of guard, "slip") it becomes a sliding contact without kinetic friction (normal row only)
 until it leaves the ground; there are no slide-to-stick transitions, but a contact that
-touches down anew sticks again.
+touches down anew sticks again. Mode selection is friction-consistent (sim/hybrid/modes.py):
+a contact left out of the new mode may not approach (impact) or accelerate into (lift-off)
+the ground, sticking members of a lift-off mode must be inside their cones, and when no mode
+with the current sticking contacts satisfies this, the fewest of them slide. A resting contact
+that moves along the ground joins sliding.
 The joint impedance law of the plant protocol is evaluated continuously inside the flow.
 Ties (issue 25): a guard that starts a segment at zero (an inactive contact touching at an
 approach speed below velocity_tol that the force-acceleration predicate lifts, or an active
@@ -50,7 +54,7 @@ from sim.protocol import JointCommand, PlantState, actuated_joints
 from .cfun import address_table
 from .kernels import constraint_values, contact_gaps, contact_points, joint_torque, mode_rhs, model_terms, \
     project_state
-from .modes import Mode, Snapshot, select_impact_mode, select_liftoff_mode
+from .modes import Mode, Snapshot, consistent_impact_mode, consistent_liftoff_mode
 from .options import HybridOptions
 
 
@@ -107,6 +111,7 @@ class HybridPlant:
         self.nq, self.nv, self.nc = model.nq, model.nv, model.nc
         stick = [c.mu > 0 and self.options.friction == "stick" for c in model.contacts]
         self.stick = np.array(stick, dtype=bool)
+        self._mu = np.array([c.mu for c in model.contacts], dtype=float)
         self._cmd = JointCommand.zero(model.nu).validated(model)
         self._t: float | None = None
         self.invariants = Invariants(model, self.options.penetration_limit_m)
@@ -137,7 +142,8 @@ class HybridPlant:
         self._set_mode(Mode())
         self.events = []
         self.stats = {k: 0 for k in ("touchdowns", "liftoffs", "slips", "zeno", "mode_changes", "segments",
-                                     "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations")}
+                                     "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations",
+                                     "friction_slides")}
         self._impact_times: list[float] = []
         self.violation = ""
         self.invariants.reset_report()
@@ -246,7 +252,8 @@ class HybridPlant:
         scale_f = float(np.abs(h).max() + np.abs(gen).max()) + 1e-12
         scale_p = float(np.abs(M @ v).max()) + 1e-3 * scale_f
         return Snapshot(self.addr, q.copy(), v.copy(), gen, self._stick_mask(), self.nv, self.nc,
-                        eps=self.options.pseudo_impulse, tol_p=1e-10 * scale_p, tol_f=1e-9 * scale_f)
+                        eps=self.options.pseudo_impulse, tol_p=1e-10 * scale_p, tol_f=1e-9 * scale_f,
+                        tol_v=self.options.velocity_tol, mu=self._mu)
 
     def _set_mode(self, J: Mode, snap: Snapshot | None = None) -> None:
         """Make J the active mode: independent rows, anchors and friction-cone groups of the
@@ -444,14 +451,30 @@ class HybridPlant:
                     continue
                 return
             S = self._mode | resting
-            K = select_liftoff_mode(snap, S, opts.enumerate_max, opts.fa_nudge, self.stats)
-            if K == self._mode:
+            # a resting contact that moves along the ground joins sliding: sticking it would need
+            # a tangential impulse, and the projection onto its rows would jump the velocity
+            _, _, _, Jt, _, _ = snap.terms()
+            glide = Mode(i for i in resting if snap.stick[i] and abs(Jt[i] @ v) > opts.velocity_tol)
+            if glide:
+                stick = snap.stick.copy()
+                stick[list(glide)] = False
+                snap = snap.with_stick(stick)
+            K, slide, snap = consistent_liftoff_mode(snap, S, opts.enumerate_max, opts.fa_nudge, self.stats)
+            slide = (slide | glide) & K
+            if K == self._mode and not slide:
                 return
             before = self.mode
+            self._sliding |= slide
             self._set_mode(K, snap)
-            dropped = tuple(sorted(self._mode.symmetric_difference(before)))
-            kind = "reset" if cause == "reset" else ("liftoff" if not K >= Mode(before) else "touchdown")
-            self._record(kind, dropped, before, v, self._v, np.zeros(self.nc))
+            changed = tuple(sorted(self._mode.symmetric_difference(before)))
+            if cause == "reset":
+                kind = "reset"
+            elif K == Mode(before):
+                kind, changed = "slip", tuple(sorted(slide))
+                self.stats["slips"] += len(slide)
+            else:
+                kind = "liftoff" if not K >= Mode(before) else "touchdown"
+            self._record(kind, changed, before, v, self._v, np.zeros(self.nc))
             if cause != "reset" and len(K) < len(before):
                 self.stats["liftoffs"] += 1
         self.stats["predicate_fallbacks"] += 1  # the resolve loop did not settle
@@ -506,10 +529,11 @@ class HybridPlant:
             self._record("zeno", tuple(sorted(impacting)), before, v_minus, self._v, imp.P)
             return
         S = self._mode | impacting
-        J = select_impact_mode(snap, S, opts.restitution, opts.enumerate_max, self.stats)
+        J, slide, snap = consistent_impact_mode(snap, S, opts.restitution, opts.enumerate_max, self.stats)
         imp = snap.impact(J, opts.restitution)
         self._count_impact_cone_violations(snap, J, imp.v_plus)
         self._v = imp.v_plus
+        self._sliding |= slide & J
         _, _, Jn, _, _, _ = model_terms(self.addr, self._q, self._v, self.nv, self.nc)
         flow = Mode(i for i in J if Jn[i] @ self._v <= opts.velocity_tol)  # restitution: separating contacts leave
         self._set_mode(flow, None)
