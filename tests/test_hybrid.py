@@ -328,17 +328,34 @@ def test_painleve_like_biped_tick_resolves_by_sliding(monkeypatch):
     assert np.min(gaps) > -1e-6
 
 
-def test_resting_contact_moving_along_the_ground_joins_sliding():
-    """A block set flat on the ground while moving sideways (normal speed 0): its corners join
-    the mode sliding. Joining them sticking zeroed the velocity by the projection onto the
-    sticking rows, a jump no impulse paid for (found while fixing the biped above)."""
-    model = get_robot("block", width=0.2, height=0.6)
+def test_block_set_down_sliding_stops_after_v2_over_2_mu_g():
+    """A block set flat on the ground while moving sideways at v0 (normal speed 0): its corners join
+    the mode sliding, kinetic friction mu m g brakes it, and it sticks where the speed reaches zero,
+    after v0 / (mu g) s and v0^2 / (2 mu g) m. (Joining them sticking zeroed the velocity through
+    the projection onto the sticking rows, a jump no impulse paid for; found while fixing the
+    biped above.)"""
+    mu, v0 = 0.5, 1.0
+    model = get_robot("block", width=0.6, height=0.2, mu=mu)
     plant = HybridPlant(model)
-    q = np.array([0.0, 0.5 * model.params["height"], 0.0])
-    state = plant.reset(q, np.array([1.0, 0.0, 0.0]))
-    assert plant.mode == (0, 1)
-    assert plant._sliding == {0, 1}
-    assert state.v[0] == pytest.approx(1.0, rel=1e-12)
-    state = plant.step(JointCommand.zero(0), 0.1)
+    state = plant.reset(np.array([0.0, 0.1, 0.0]), np.array([v0, 0.0, 0.0]))
+    assert plant.mode == (0, 1) and plant._sliding == {0, 1}
+    assert state.v[0] == pytest.approx(v0, rel=1e-12)
+    np.testing.assert_allclose(state.force[:, 1], -mu * state.force[:, 0], rtol=1e-9)  # friction opposes vt
+    state = plant.step(JointCommand.zero(0), 0.5)
     assert state.violation == ""
-    assert state.q[0] == pytest.approx(0.1, rel=1e-9)  # frictionless sliding (Assumption A12)
+    stops = [e for e in plant.events if e.kind == "stick"]
+    assert len(stops) == 1 and stops[0].t == pytest.approx(v0 / (mu * G), rel=1e-8)
+    assert state.q[0] == pytest.approx(v0**2 / (2 * mu * G), rel=1e-8)
+    assert abs(state.v).max() < 1e-9 and plant.mode == (0, 1) and plant._sliding == set()
+
+
+def test_subnormal_drop_does_not_fail_the_integrator():
+    """Found by the 10,000-case plant fuzz: a hopper dropped from 4e-295 m at -1.4e-45 m/s made
+    DOP853's error norm 0/0 (squares of ~1e-162 underflow) and the step failed with "Required step
+    size is less than spacing between numbers" at t = 0.06 s. Derivatives below 1e-150 are zero."""
+    from sim import fuzz
+
+    case = fuzz.Case(robot="hopper", drop=4.345522846907469e-295, k_scale=1.0, b_scale=1.0, mu=1.0, vx0=0.0,
+                     vz0=-1.401298464324817e-45, command="pd", noise=0.0, seed=2668291, ticks=40)
+    r = fuzz.run_case(fuzz.PlantPool(), "hybrid", case)
+    assert r["exception"] == "" and r["violation"] == ""

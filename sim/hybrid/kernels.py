@@ -8,6 +8,10 @@ In a mode the index-reduced DAE is
 
 so lam = G^-1 (-(A M^-1 (tau - h) + (dA/dt) v)) with G = A M^-1 A^T (the Delassus matrix),
 a = M^-1 (tau - h + A^T lam). lam are contact forces in N (normal > 0 pushes apart).
+A sliding contact (normal row only) carries Coulomb's kinetic friction: its force acts along
+F_r = Jn_i - slide_mu[r] Jt_i with slide_mu[r] = mu_i sign(vt_i) (the friction force is
+-mu fn sign(vt)), so M a = tau - h + F^T lam and G = A M^-1 F^T is not symmetric; slide_mu[r]
+is 0 for sticking rows and frictionless sliding.
 Every model quantity comes from the robot's generated C functions (see `cfun.py`); no CasADi
 and no Python runs inside these kernels. Units: SI (m, s, rad, N, N m).
 """
@@ -98,14 +102,26 @@ def constraint_rows(Jn, Jt, an, at, rows_c, rows_k):
 
 
 @njit(cache=True)
-def solve_mode(M, f, A, c):
+def force_rows(A, Jt, rows_c, slide_mu):
+    """Directions F (m x nv) of a mode's constraint forces: A's rows, with -slide_mu[r] Jt_i added
+    to the normal row of a sliding contact (kinetic friction, see the module docstring)."""
+    F = A.copy()
+    for r in range(A.shape[0]):
+        if slide_mu[r] != 0.0:
+            F[r, :] -= slide_mu[r] * Jt[rows_c[r], :]
+    return F
+
+
+@njit(cache=True)
+def solve_mode(M, f, A, c, F):
     """Accelerations a (nv, m/s^2 or rad/s^2) and constraint forces lam (m, N) of the index-reduced
-    mode dynamics M a = f + A^T lam, A a + c = 0, where f = tau - h."""
+    mode dynamics M a = f + F^T lam, A a + c = 0, where f = tau - h (F = A without kinetic
+    friction)."""
     m = A.shape[0]
     if m == 0:
         return np.linalg.solve(M, f), np.zeros(0)
     rhs = np.empty((M.shape[0], m + 1))
-    rhs[:, :m] = A.T
+    rhs[:, :m] = F.T
     rhs[:, m] = f
     sol = np.linalg.solve(M, rhs)
     MinvAT = np.ascontiguousarray(sol[:, :m])
@@ -116,15 +132,16 @@ def solve_mode(M, f, A, c):
 
 
 @njit(cache=True)
-def mode_rhs(addr, x, joints, u_max, tau_ff, q_des, v_des, kp, kd, rows_c, rows_k, nv, nc):
-    """dx/dt (2 nv) of the state x = (q, v) in the mode given by rows_c/rows_k, and the mode's
-    constraint forces (m, N), under the joint impedance law (evaluated continuously)."""
+def mode_rhs(addr, x, joints, u_max, tau_ff, q_des, v_des, kp, kd, rows_c, rows_k, slide_mu, nv, nc):
+    """dx/dt (2 nv) of the state x = (q, v) in the mode given by rows_c/rows_k (slide_mu: kinetic
+    friction per row, see the module docstring), and the mode's constraint forces (m, N), under
+    the joint impedance law (evaluated continuously)."""
     q = x[:nv].copy()
     v = x[nv:].copy()
     M, h, Jn, Jt, an, at = model_terms(addr, q, v, nv, nc)
     _, gen = joint_torque(q, v, joints, u_max, tau_ff, q_des, v_des, kp, kd, nv)
     A, c = constraint_rows(Jn, Jt, an, at, rows_c, rows_k)
-    a, lam = solve_mode(M, gen - h, A, c)
+    a, lam = solve_mode(M, gen - h, A, c, force_rows(A, Jt, rows_c, slide_mu))
     xdot = np.empty(2 * nv)
     xdot[:nv] = v
     xdot[nv:] = a
@@ -173,3 +190,14 @@ def project_state(addr, q, v, rows_c, rows_k, anchors, nv, nc, iters):
     G = A @ MinvAT
     v -= MinvAT @ np.linalg.solve(G, A @ v)
     return q, v
+
+
+@njit(cache=True)
+def tangential_speeds(addr, q, v, nv, nc):
+    """Tangential contact-point velocities Jt(q) v (nc), m/s."""
+    qc = np.ascontiguousarray(q)
+    J = np.empty(max(2 * nc * nv, 1))
+    if nc == 0:
+        return np.zeros(0)
+    cfun(addr[F_JAC], qc.ctypes.data, J.ctypes.data)
+    return J[nc * nv: 2 * nc * nv].reshape((nc, nv)) @ np.ascontiguousarray(v)

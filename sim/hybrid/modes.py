@@ -49,7 +49,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .kernels import constraint_rows, model_terms, solve_mode
+from .kernels import constraint_rows, force_rows, model_terms, solve_mode
 from .lcp import lemke
 
 Mode = frozenset  # of contact indices
@@ -97,7 +97,9 @@ class Snapshot:
     tau: generalized applied force (nv, N or N m); eps: pseudo-impulse duration (s);
     tol_p: impulse tolerance (N s); tol_f: force tolerance (N); tol_v: normal speed (m/s) a
     contact left out of the mode may still approach at; rank_tol: relative tolerance of the
-    row-dependency test; mu: (nc) friction coefficients (None: cones not compared).
+    row-dependency test; mu: (nc) friction coefficients (None: cones not compared);
+    slide_mu: (nc) mu_i sign(vt_i) of each sliding contact (its kinetic friction, see kernels.py;
+    0: frictionless sliding; None: all 0).
     """
 
     addr: np.ndarray
@@ -113,13 +115,26 @@ class Snapshot:
     tol_v: float = 1e-8
     rank_tol: float = 1e-9
     mu: np.ndarray | None = None
+    slide_mu: np.ndarray | None = None
     _terms: tuple = field(default=None, repr=False)  # type: ignore[assignment]
     _rows: dict = field(default_factory=dict, repr=False)
     _impacts: dict = field(default_factory=dict, repr=False)
 
-    def with_stick(self, stick: np.ndarray) -> "Snapshot":
-        """The same snapshot with another set of sticking contacts (model terms shared)."""
-        return replace(self, stick=np.array(stick, dtype=bool), _terms=self.terms(), _rows={}, _impacts={})
+    def with_stick(self, stick: np.ndarray, slide_mu: np.ndarray | None = None) -> "Snapshot":
+        """The same snapshot with another set of sticking contacts and kinetic friction of the
+        sliding ones (model terms shared)."""
+        slide_mu = self.slide_mu if slide_mu is None else slide_mu
+        return replace(self, stick=np.array(stick, dtype=bool), slide_mu=slide_mu, _terms=self.terms(),
+                       _rows={}, _impacts={})
+
+    def row_slide(self, rows: Rows) -> np.ndarray:
+        """Kinetic friction slide_mu per row of `rows` (normal rows of sliding contacts)."""
+        out = np.zeros(rows.m)
+        if self.slide_mu is not None:
+            for r in range(rows.m):
+                if rows.k[r] == 0 and not self.stick[rows.c[r]]:
+                    out[r] = self.slide_mu[rows.c[r]]
+        return out
 
     def cone_excess(self, J: Iterable[int], v: np.ndarray | None = None) -> float:
         """Largest |ft| - mu fn (N) over the sticking rows of mode J at velocity v (the load of
@@ -185,10 +200,13 @@ class Snapshot:
         else:
             M, h, Jn, Jt, an, at = model_terms(self.addr, q, self.v if v is None else v, self.nv, self.nc)
         A, c = constraint_rows(Jn, Jt, an, at, rows.c, rows.k)
-        _, lam = solve_mode(M, self.tau - h, A, c)
+        slide = self.row_slide(rows)
+        _, lam = solve_mode(M, self.tau - h, A, c, force_rows(A, Jt, rows.c, slide))
         fn, ft = np.zeros(self.nc), np.zeros(self.nc)
         for r in range(rows.m):
             (fn if rows.k[r] == 0 else ft)[rows.c[r]] = lam[r]
+            if slide[r] != 0.0:
+                ft[rows.c[r]] = -slide[r] * lam[r]  # kinetic friction of a sliding contact
         return fn, ft
 
     def accelerations(self, J: Iterable[int], v: np.ndarray) -> np.ndarray:
@@ -196,7 +214,7 @@ class Snapshot:
         rows = self.rows(J)
         M, h, Jn, Jt, an, at = self.terms(v)
         A, c = constraint_rows(Jn, Jt, an, at, rows.c, rows.k)
-        a, _ = solve_mode(M, self.tau - h, A, c)
+        a, _ = solve_mode(M, self.tau - h, A, c, force_rows(A, Jt, rows.c, self.row_slide(rows)))
         return a
 
     def impact(self, J: Iterable[int], restitution: float = 0.0) -> Impact:
@@ -395,31 +413,54 @@ def _liftoff_mode(snap: Snapshot, S: Mode, enumerate_max: int, nudge: float):
 def _with_friction(snap: Snapshot, S: Mode, select, stats: dict) -> tuple[Mode, Mode, Snapshot]:
     """Run `select(snapshot) -> (mode, violation, cone_excess())` with the current sticking
     contacts; if its mode violates the predicate, with the fewest sticking contacts of S made
-    sliding that give a consistent mode (ties: the smallest cone excess). Falls back to the
+    sliding that give a consistent mode (ties: the smallest cone excess), first with kinetic
+    friction against the direction they will slide in, then frictionless. Falls back to the
     least violating candidate seen (counted in stats['predicate_fallbacks'])."""
     J, viol, _ = select(snap)
     if viol == 0.0:
         return J, Mode(), snap
     best = (viol, J, Mode(), snap)
     sticking = [i for i in sorted(S) if snap.stick[i]]
-    for size in range(1, len(sticking) + 1):
-        found = []
-        for slide in combinations(sticking, size):
-            stick = snap.stick.copy()
-            stick[list(slide)] = False
-            sn = snap.with_stick(stick)
-            Js, vs, excess = select(sn)
-            if vs == 0.0:
-                found.append((excess(), sorted(slide), Js, Mode(slide), sn))
-            elif vs < best[0]:
-                best = (vs, Js, Mode(slide), sn)
-        if found:
-            stats["friction_slides"] = stats.get("friction_slides", 0) + 1
-            _, _, Js, slide, sn = min(found, key=lambda f: (f[0], f[1]))
-            return Js, slide, sn
+    directions = _slide_directions(snap, S, J, sticking) if snap.mu is not None else None
+    for kinetic in ((True, False) if directions is not None else (False,)):
+        for size in range(1, len(sticking) + 1):
+            found = []
+            for slide in combinations(sticking, size):
+                stick = snap.stick.copy()
+                stick[list(slide)] = False
+                slide_mu = np.zeros(snap.nc) if snap.slide_mu is None else snap.slide_mu.copy()
+                for i in slide:
+                    slide_mu[i] = snap.mu[i] * directions[i] if kinetic else 0.0
+                sn = snap.with_stick(stick, slide_mu)
+                Js, vs, excess = select(sn)
+                if vs == 0.0:
+                    found.append((excess(), sorted(slide), Js, Mode(slide), sn))
+                elif vs < best[0]:
+                    best = (vs, Js, Mode(slide), sn)
+            if found:
+                stats["friction_slides"] = stats.get("friction_slides", 0) + 1
+                _, _, Js, slide, sn = min(found, key=lambda f: (f[0], f[1]))
+                return Js, slide, sn
     stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
     _, J, slide, sn = best
     return J, slide, sn
+
+
+def _slide_directions(snap: Snapshot, S: Mode, J: Mode, sticking: list) -> np.ndarray:
+    """sign(vt) (nc) each sticking contact of S would slide with: that of its tangential velocity,
+    or, at rest, opposite to the sticking friction force it needs in mode J (in S if not in J)."""
+    _, _, _, Jt, _, _ = snap.terms()
+    vt = Jt @ snap.v
+    ft_J = snap.forces_nt(J)[1] if J else np.zeros(snap.nc)
+    ft_S = snap.forces_nt(S)[1]
+    out = np.zeros(snap.nc)
+    for i in sticking:
+        if abs(vt[i]) > snap.tol_v:
+            out[i] = np.sign(vt[i])
+        else:
+            f = ft_J[i] if i in J and ft_J[i] != 0.0 else ft_S[i]
+            out[i] = -np.sign(f)
+    return out
 
 
 def _enumerate(S: Mode, violation) -> tuple[Mode, float]:

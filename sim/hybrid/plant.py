@@ -53,7 +53,7 @@ from sim.protocol import JointCommand, PlantState, actuated_joints
 
 from .cfun import address_table
 from .kernels import constraint_values, contact_gaps, contact_points, joint_torque, mode_rhs, model_terms, \
-    project_state
+    project_state, tangential_speeds
 from .modes import Mode, Snapshot, consistent_impact_mode, consistent_liftoff_mode
 from .options import HybridOptions
 
@@ -139,11 +139,12 @@ class HybridPlant:
         self._t, self._q, self._v = float(t), q, v
         self._mode: Mode = Mode()
         self._sliding: set[int] = set()
+        self._slip_dir: dict[int, float] = {}  # sign(vt) of each sliding contact; 0: frictionless
         self._set_mode(Mode())
         self.events = []
         self.stats = {k: 0 for k in ("touchdowns", "liftoffs", "slips", "zeno", "mode_changes", "segments",
                                      "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations",
-                                     "friction_slides")}
+                                     "friction_slides", "sticks")}
         self._impact_times: list[float] = []
         self.violation = ""
         self.invariants.reset_report()
@@ -218,9 +219,11 @@ class HybridPlant:
         force = np.zeros((self.nc, 2))
         if self._rows_c.size:
             _, lam = mode_rhs(self.addr, np.concatenate([self._q, self._v]), self.joints, self.u_max,
-                              *self._cmd_arrays(), self._rows_c, self._rows_k, self.nv, self.nc)
+                              *self._cmd_arrays(), self._rows_c, self._rows_k, self._rows_slide, self.nv, self.nc)
             for r in range(self._rows_c.size):
                 force[self._rows_c[r], self._rows_k[r]] = lam[r]
+                if self._rows_slide[r] != 0.0:  # kinetic friction of a sliding contact
+                    force[self._rows_c[r], 1] = -self._rows_slide[r] * lam[r]
         contact = np.zeros(self.nc, dtype=bool)
         contact[list(self._mode)] = True
         return PlantState(self._t, self._q.copy(), self._v.copy(), contact, force, tau, self.violation)
@@ -253,22 +256,79 @@ class HybridPlant:
         scale_p = float(np.abs(M @ v).max()) + 1e-3 * scale_f
         return Snapshot(self.addr, q.copy(), v.copy(), gen, self._stick_mask(), self.nv, self.nc,
                         eps=self.options.pseudo_impulse, tol_p=1e-10 * scale_p, tol_f=1e-9 * scale_f,
-                        tol_v=self.options.velocity_tol, mu=self._mu)
+                        tol_v=self.options.velocity_tol, mu=self._mu, slide_mu=self._slide_mu())
+
+    def _slide_mu(self) -> np.ndarray:
+        """mu_i sign(vt_i) (nc) of the sliding contacts (their kinetic friction), 0 elsewhere."""
+        out = np.zeros(self.nc)
+        for i in self._sliding:
+            out[i] = self._mu[i] * self._slip_dir.get(i, 0.0)
+        return out
+
+    def _slide(self, contacts, snap: Snapshot | None = None, directions: dict | None = None) -> None:
+        """Mark `contacts` sliding, with the direction of their kinetic friction from `snap`'s
+        slide_mu or from `directions` (contact -> sign of vt; 0 frictionless)."""
+        for i in contacts:
+            self._sliding.add(i)
+            if directions is not None:
+                self._slip_dir[i] = float(directions[i])
+            elif snap is not None and snap.slide_mu is not None:
+                self._slip_dir[i] = float(np.sign(snap.slide_mu[i]))
+            else:
+                self._slip_dir[i] = 0.0
+
+    def _settle_slide_directions(self) -> None:
+        """A contact that starts sliding at zero tangential speed must then accelerate the way its
+        kinetic friction assumes (s at >= 0, s the friction's sign of vt). If it does not, the
+        opposite direction is tried, and if neither holds (a Painleve-like tangential problem)
+        it slides without friction. Without this the plant cycled stick -> slip -> stop at one
+        instant ~10,000 times (the biped's walk, issue 25)."""
+        tol, tried = self.options.velocity_tol, {}
+        for _ in range(2 * len(self._slip_dir) + 1):
+            starting = [i for i, d in self._slip_dir.items() if d != 0.0]
+            if not starting:
+                return
+            vt = tangential_speeds(self.addr, self._q, self._v, self.nv, self.nc)
+            starting = [i for i in starting if abs(vt[i]) <= tol]
+            if not starting:
+                return
+            x = np.concatenate([self._q, self._v])
+            xdot, _ = mode_rhs(self.addr, x, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
+                               self._rows_k, self._rows_slide, self.nv, self.nc)
+            _, _, _, Jt, _, at = model_terms(self.addr, self._q, self._v, self.nv, self.nc)
+            acc = Jt @ xdot[self.nv:] + at
+            wrong = [i for i in starting if self._slip_dir[i] * acc[i] < -1e-9 * (1.0 + abs(at[i]))]
+            if not wrong:
+                return
+            i = wrong[0]
+            tried.setdefault(i, set())
+            tried[i].add(self._slip_dir[i])
+            self._slip_dir[i] = -self._slip_dir[i] if -self._slip_dir[i] not in tried[i] else 0.0
+            self._set_mode(self._mode)
 
     def _set_mode(self, J: Mode, snap: Snapshot | None = None) -> None:
         """Make J the active mode: independent rows, anchors and friction-cone groups of the
-        sticking rows, projection onto the constraints."""
+        sticking rows, kinetic friction of the sliding ones, projection onto the constraints."""
         self._mode = Mode(J)
         self._sliding &= set(J)
+        self._slip_dir = {i: d for i, d in self._slip_dir.items() if i in self._sliding}
+        if self._slip_dir:  # a sliding contact follows its velocity (e.g. reversed by an impact)
+            vt = tangential_speeds(self.addr, self._q, self._v, self.nv, self.nc)
+            for i, d in self._slip_dir.items():
+                if d != 0.0 and abs(vt[i]) > self.options.velocity_tol:
+                    self._slip_dir[i] = float(np.sign(vt[i]))
         self._cones: list[tuple[int, np.ndarray, np.ndarray]] = []
         if not J:
             self._rows_c = np.zeros(0, dtype=np.int64)
             self._rows_k = np.zeros(0, dtype=np.int64)
+            self._rows_slide = np.zeros(0)
             self._anchors = np.zeros(0)
             return
         snap = self._snapshot() if snap is None or snap.stick.tolist() != self._stick_mask().tolist() else snap
         rows = snap.rows(J)
         self._rows_c, self._rows_k = rows.c.copy(), rows.k.copy()
+        slide_mu = self._slide_mu()
+        self._rows_slide = np.array([slide_mu[c] if k == 0 else 0.0 for c, k in zip(self._rows_c, self._rows_k)])
         pts = contact_points(self.addr, self._q, self.nc)
         self._anchors = np.array([pts[c, 0] if k == 1 else 0.0 for c, k in zip(self._rows_c, self._rows_k)])
         # Coulomb cone of each kept tangential row: its own normal force plus those of sticking
@@ -308,7 +368,7 @@ class HybridPlant:
         """Integrate the current mode to t_end or the first guard; returns (kind, index) or None."""
         self.stats["segments"] += 1
         nv, nc = self.nv, self.nc
-        args = (self.joints, self.u_max, *self._cmd_arrays(), self._rows_c, self._rows_k, nv, nc)
+        args = (self.joints, self.u_max, *self._cmd_arrays(), self._rows_c, self._rows_k, self._rows_slide, nv, nc)
         cache = {"key": None}
 
         def evaluate(x):
@@ -316,7 +376,11 @@ class HybridPlant:
             if cache["key"] != key:
                 self.stats["rhs_evals"] += 1
                 xdot, lam = mode_rhs(self.addr, np.ascontiguousarray(x), *args)
-                cache.update(key=key, xdot=xdot, lam=lam, gaps=None)
+                # derivatives below 1e-150 are zero: their squares underflow in DOP853's error
+                # norm (0/0 = nan), which then fails with "Required step size is less than
+                # spacing between numbers" (plant fuzz: a hopper dropped from 4e-295 m)
+                xdot[np.abs(xdot) < 1e-150] = 0.0
+                cache.update(key=key, xdot=xdot, lam=lam, gaps=None, vt=None)
             return cache
 
         def rhs(t, x):
@@ -327,6 +391,13 @@ class HybridPlant:
             if c["gaps"] is None:
                 c["gaps"] = contact_gaps(self.addr, np.ascontiguousarray(x[:nv]), nc)
             return c["gaps"]
+
+        def vt_of(x):
+            c = evaluate(x)
+            if c["vt"] is None:
+                c["vt"] = tangential_speeds(self.addr, np.ascontiguousarray(x[:nv]), np.ascontiguousarray(x[nv:]),
+                                            nv, nc)
+            return c["vt"]
 
         events, labels = [], []
         # A contact out of the mode that starts touching (|gap| <= gap_tol: it just lifted off, or
@@ -396,6 +467,27 @@ class HybridPlant:
                     ev.terminal, ev.direction = True, 1
                     events.append(ev)
                     labels.append(("clear", int(self._rows_c[r])))
+        # a contact sliding with kinetic friction stops when its tangential speed s vt reaches 0
+        # (s = sign of vt when it started sliding); the resolve then re-sticks it if its cone
+        # holds. Started at s vt = 0 (it just slipped), the guard waits velocity_tol below zero
+        # until s vt clears 2 velocity_tol, as the others do.
+        vtol = self.options.velocity_tol
+        for r in range(self._rows_c.size):
+            if self._rows_slide[r] == 0.0:
+                continue
+            c, d = int(self._rows_c[r]), float(np.sign(self._rows_slide[r]))
+            g0 = d * vt_of(x0)[c]
+            tied = g0 <= vtol
+            level = min(g0, 0.0) - vtol if tied else 0.0
+            ev = (lambda c, d, lv: lambda t, x: d * vt_of(x)[c] - lv)(c, d, level)
+            ev.terminal, ev.direction = True, -1
+            events.append(ev)
+            labels.append(("stop", c))
+            if tied:
+                ev = (lambda c, d: lambda t, x: d * vt_of(x)[c] - 2.0 * vtol)(c, d)
+                ev.terminal, ev.direction = True, 1
+                events.append(ev)
+                labels.append(("clear", c))
         sol = solve_ivp(rhs, (self._t, t_end), x0, method="DOP853", rtol=self.options.rtol,
                         atol=self.options.atol, max_step=self.options.max_step, events=events or None,
                         first_step=self._first_step(evaluate(x0)["xdot"], t_end))
@@ -433,6 +525,8 @@ class HybridPlant:
     def _resolve(self, cause: str) -> None:
         """Apply impacts and liftoffs at the current instant until the mode is consistent."""
         opts = self.options
+        if cause == "stop":
+            self._restick()
         for _ in range(4 * max(self.nc, 1) + 4):
             q, v = self._q, self._v
             gaps = contact_gaps(self.addr, q, self.nc)
@@ -456,16 +550,19 @@ class HybridPlant:
             _, _, _, Jt, _, _ = snap.terms()
             glide = Mode(i for i in resting if snap.stick[i] and abs(Jt[i] @ v) > opts.velocity_tol)
             if glide:
-                stick = snap.stick.copy()
+                stick, slide_mu = snap.stick.copy(), snap.slide_mu.copy()
                 stick[list(glide)] = False
-                snap = snap.with_stick(stick)
+                for i in glide:
+                    slide_mu[i] = self._mu[i] * np.sign(Jt[i] @ v)
+                snap = snap.with_stick(stick, slide_mu)
             K, slide, snap = consistent_liftoff_mode(snap, S, opts.enumerate_max, opts.fa_nudge, self.stats)
             slide = (slide | glide) & K
             if K == self._mode and not slide:
                 return
             before = self.mode
-            self._sliding |= slide
+            self._slide(slide, snap)
             self._set_mode(K, snap)
+            self._settle_slide_directions()
             changed = tuple(sorted(self._mode.symmetric_difference(before)))
             if cause == "reset":
                 kind = "reset"
@@ -479,6 +576,23 @@ class HybridPlant:
                 self.stats["liftoffs"] += 1
         self.stats["predicate_fallbacks"] += 1  # the resolve loop did not settle
 
+    def _restick(self) -> None:
+        """Slide-to-stick: sliding contacts (with kinetic friction) whose tangential speed reached
+        zero stick again, anchored where they are; the resolve lets them slip again if their
+        cone does not hold."""
+        vt = tangential_speeds(self.addr, self._q, self._v, self.nv, self.nc)
+        stopped = [i for i, d in self._slip_dir.items() if d != 0.0 and d * vt[i] <= self.options.velocity_tol]
+        if not stopped:
+            return
+        before = self.mode
+        for i in stopped:
+            self._sliding.discard(i)
+            del self._slip_dir[i]
+        v_minus = self._v.copy()
+        self._set_mode(self._mode)
+        self.stats["sticks"] += len(stopped)
+        self._record("stick", tuple(sorted(stopped)), before, v_minus, self._v, np.zeros(self.nc))
+
     def _slip_if_outside_cone(self, snap: Snapshot) -> bool:
         """Stick-to-slide transition of contacts whose tangential force is outside the Coulomb
         cone (judged by the trend when on its boundary). Returns whether anything changed."""
@@ -486,26 +600,28 @@ class HybridPlant:
             return False
         x = np.concatenate([self._q, self._v])
         _, lam = mode_rhs(self.addr, x, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
-                          self._rows_k, self.nv, self.nc)
+                          self._rows_k, self._rows_slide, self.nv, self.nc)
         margins = self._cone_margins(lam)
         tol = snap.tol_f
         if all(min(a, b) > tol for _, a, b in margins):
             return False
+        # a contact whose friction force saturates along +t (mu fn - ft < 0) slides towards -t
         if any(min(a, b) < -tol for _, a, b in margins):
-            bad = [c for c, a, b in margins if min(a, b) < -tol]
+            bad = {c: (-1.0 if a < b else 1.0) for c, a, b in margins if min(a, b) < -tol}
         else:  # on the boundary: look a moment ahead along the mode's flow
             xdot, _ = mode_rhs(self.addr, x, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
-                               self._rows_k, self.nv, self.nc)
+                               self._rows_k, self._rows_slide, self.nv, self.nc)
             x2 = x + self.options.fa_nudge * xdot
             _, lam2 = mode_rhs(self.addr, x2, self.joints, self.u_max, *self._cmd_arrays(), self._rows_c,
-                               self._rows_k, self.nv, self.nc)
-            bad = [c for (c, a, b), (_, a2, b2) in zip(margins, self._cone_margins(lam2))
-                   if min(a, b) <= tol and min(a2, b2) < min(a, b)]
+                               self._rows_k, self._rows_slide, self.nv, self.nc)
+            bad = {c: (-1.0 if a2 < b2 else 1.0) for (c, a, b), (_, a2, b2) in zip(margins, self._cone_margins(lam2))
+                   if min(a, b) <= tol and min(a2, b2) < min(a, b)}
         if not bad:
             return False
         before = self.mode
-        self._sliding |= set(bad)
+        self._slide(bad, directions=bad)
         self._set_mode(self._mode)
+        self._settle_slide_directions()
         self.stats["slips"] += len(bad)
         self._record("slip", tuple(sorted(bad)), before, self._v, self._v, np.zeros(self.nc))
         return True
@@ -533,10 +649,11 @@ class HybridPlant:
         imp = snap.impact(J, opts.restitution)
         self._count_impact_cone_violations(snap, J, imp.v_plus)
         self._v = imp.v_plus
-        self._sliding |= slide & J
+        self._slide(slide & J, snap)
         _, _, Jn, _, _, _ = model_terms(self.addr, self._q, self._v, self.nv, self.nc)
         flow = Mode(i for i in J if Jn[i] @ self._v <= opts.velocity_tol)  # restitution: separating contacts leave
         self._set_mode(flow, None)
+        self._settle_slide_directions()
         self._record("touchdown", tuple(sorted(impacting)), before, v_minus, self._v, imp.P)
 
     def _count_impact_cone_violations(self, snap: Snapshot, J: Mode, v_plus: np.ndarray) -> None:
