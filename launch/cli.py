@@ -80,10 +80,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(summary))
     else:
         from .profile import profile
+        from .runfolder import outcome_line
 
         print(f"run folder: {summary['run_dir']}")
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
-        print(f"fell: {summary['fell']}   misses: {summary['misses']}   rejected messages: {summary['rejected']}")
+        print(outcome_line(summary))
     if summary.get("plant_violation"):  # the plant left physics: the run ended early, say so loudly
         print(f"error: the plant ended the run: {summary['end_reason']}", file=sys.stderr)
         return 1

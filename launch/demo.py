@@ -15,6 +15,7 @@ def run_demo() -> int:
 
     from .profile import profile
     from .run import run
+    from .runfolder import outcome_line
     from .scenario import load_scenario
 
     con = Console()
@@ -27,7 +28,7 @@ def run_demo() -> int:
     summary = run(scenario)
     folder = Path(summary["run_dir"])
     profile([folder], plots=False)
-    con.print(f"fell: {summary['fell']}   misses: {summary['misses']}   rejected messages: {summary['rejected'] or 0}")
+    con.print(outcome_line(summary))
     con.print(f"apex height {_fmt(summary['apex_height_m'])} m, forward speed {_fmt(summary['vx_mps'])} m/s, "
               f"solve p99 {summary['solve_ms']['p99']:.2f} ms")
     con.print(f"run folder: {folder}  (summary.json, plant_ticks.csv, controller_ticks.csv, trajectory.npz, "

@@ -13,7 +13,9 @@ def _fmt(x) -> str:
 def profile_rows(folder: Path) -> list[tuple[str, str]]:
     """(metric, value) rows of one run's latency table."""
     t = latency_table(folder)
-    rows = [("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])), ("misses", str(t["misses"]))]
+    rows = [("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])),
+            ("plant misses (no command in time)", str(t["misses"])),
+            ("controller overruns (tick > deadline)", str(t["controller_misses"]))]
     for key, label in (("tick_ms", "controller tick"), ("latency_ms", "STATE->COMMAND"), ("jitter_ms", "tick jitter")):
         for p in ("p50", "p90", "p99", "max"):
             rows.append((f"{label} {p} (ms)", _fmt(t[key][p])))

@@ -217,3 +217,12 @@ def write_plots(folder: Path) -> list[Path]:
         fig.savefig(written[-1], dpi=100)
         plt.close(fig)
     return written
+
+
+def outcome_line(summary: dict) -> str:
+    """One line for the console: fell, misses (with what they count in this run's mode) and
+    rejected messages of a run's summary.json."""
+    what = ("commands late at the plant" if summary.get("mode") == "realtime"
+            else "controller ticks over the deadline, lockstep")
+    rejected = summary.get("rejected") or 0
+    return f"fell: {summary['fell']}   misses: {summary['misses']} ({what})   rejected messages: {rejected}"
