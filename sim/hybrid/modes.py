@@ -35,16 +35,18 @@ cycled touchdown -> Zeno -> lift-off thousands of times per step).
 
 Friction-consistent selection (`consistent_impact_mode`, `consistent_liftoff_mode`): when no
 candidate with the current sticking contacts satisfies the predicate, sticking contacts of S
-are made sliding (normal row only, the frictionless sliding of Assumption A12), the fewest
-that make a candidate consistent; among equal counts the one whose remaining sticking
-contacts are deepest inside their Coulomb cones. All of S sliding is the frictionless problem,
-which has a solution whenever the normal rows are independent.
+are made sliding (normal row only), the fewest that make a candidate consistent; among equal
+counts the one whose remaining sticking contacts are deepest inside their Coulomb cones. They
+are tried with kinetic friction first (sliding the way their velocity, or at rest the way
+opposite to the friction force they needed, points) and then frictionless. All of S sliding
+frictionless is the frictionless problem, which has a solution whenever the normal rows are
+independent. Impulses of sliding contacts are normal only (the impact map uses A, not F).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from dataclasses import replace
-from itertools import combinations
+from itertools import combinations, product
 from typing import Iterable
 
 import numpy as np
@@ -422,21 +424,30 @@ def _with_friction(snap: Snapshot, S: Mode, select, stats: dict) -> tuple[Mode, 
     best = (viol, J, Mode(), snap)
     sticking = [i for i in sorted(S) if snap.stick[i]]
     directions = _slide_directions(snap, S, J, sticking) if snap.mu is not None else None
+    _, _, _, Jt, _, _ = snap.terms()
+    vt = Jt @ snap.v
     for kinetic in ((True, False) if directions is not None else (False,)):
         for size in range(1, len(sticking) + 1):
             found = []
             for slide in combinations(sticking, size):
                 stick = snap.stick.copy()
                 stick[list(slide)] = False
-                slide_mu = np.zeros(snap.nc) if snap.slide_mu is None else snap.slide_mu.copy()
-                for i in slide:
-                    slide_mu[i] = snap.mu[i] * directions[i] if kinetic else 0.0
-                sn = snap.with_stick(stick, slide_mu)
-                Js, vs, excess = select(sn)
-                if vs == 0.0:
-                    found.append((excess(), sorted(slide), Js, Mode(slide), sn))
-                elif vs < best[0]:
-                    best = (vs, Js, Mode(slide), sn)
+                # contacts at rest may slide either way: the first direction their acceleration
+                # then agrees with (a direction it contradicts would stop at once)
+                at_rest = [i for i in slide if abs(vt[i]) <= snap.tol_v] if kinetic else []
+                for flips in (product((1.0, -1.0), repeat=len(at_rest)) if at_rest else [()]):
+                    slide_mu = np.zeros(snap.nc) if snap.slide_mu is None else snap.slide_mu.copy()
+                    for i in slide:
+                        slide_mu[i] = snap.mu[i] * directions[i] if kinetic else 0.0
+                    for i, f in zip(at_rest, flips):
+                        slide_mu[i] *= f
+                    sn = snap.with_stick(stick, slide_mu)
+                    Js, vs, excess = select(sn)
+                    if vs == 0.0 and _accelerates_as_assumed(sn, Js, [i for i in at_rest if i in Js]):
+                        found.append((excess(), sorted(slide), Js, Mode(slide), sn))
+                        break
+                    if 0.0 < vs < best[0]:
+                        best = (vs, Js, Mode(slide), sn)
             if found:
                 stats["friction_slides"] = stats.get("friction_slides", 0) + 1
                 _, _, Js, slide, sn = min(found, key=lambda f: (f[0], f[1]))
@@ -444,6 +455,16 @@ def _with_friction(snap: Snapshot, S: Mode, select, stats: dict) -> tuple[Mode, 
     stats["predicate_fallbacks"] = stats.get("predicate_fallbacks", 0) + 1
     _, J, slide, sn = best
     return J, slide, sn
+
+
+def _accelerates_as_assumed(snap: Snapshot, J: Mode, contacts: list) -> bool:
+    """Whether each sliding contact in `contacts` (at rest) accelerates along the direction its
+    kinetic friction assumes (sign(slide_mu_i) at_i >= 0) in mode J."""
+    if not contacts:
+        return True
+    _, _, _, Jt, _, at = snap.terms()
+    acc = Jt @ snap.accelerations(J, snap.v) + at
+    return all(np.sign(snap.slide_mu[i]) * acc[i] >= -1e-9 * (1.0 + abs(at[i])) for i in contacts)
 
 
 def _slide_directions(snap: Snapshot, S: Mode, J: Mode, sticking: list) -> np.ndarray:

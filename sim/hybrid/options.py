@@ -18,8 +18,9 @@ class HybridOptions:
     pseudo_impulse: epsilon (s) of the pseudo-impulse used in impact mode selection (0 = off).
     restitution: Newton coefficient e in [0, 1] applied to the incoming normal speed of impacting
         contacts (0 = plastic, the paper's model).
-    friction: "stick" (contacts with mu > 0 do not slide while active, Assumption A12 of seed 001)
-        or "none" (frictionless: normal constraints only).
+    friction: "stick" (Coulomb friction for contacts with mu > 0: they stick inside the cone and
+        slide with kinetic friction outside it; impacts stick, Assumption A12 of seed 001) or
+        "none" (frictionless: normal constraints only).
     rtol, atol: tolerances of the adaptive integrator (DOP853) inside a mode.
     max_step: largest integrator step, s.
     gap_tol: |gap| below which a contact counts as touching, m.

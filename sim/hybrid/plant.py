@@ -19,15 +19,18 @@ mode. After every segment the state is projected back onto the mode's constraint
 `zeno_horizon`, or two impacts closer than `zeno_min_interval`), the execution is completed
 into the mode of the accumulating contacts (plastic impact into it), as the Zeno limit
 (Corollary 1 of seed 001) prescribes; a hard cap on transitions per step guarantees return.
-Friction (Assumption A12 of seed 001): an active contact with mu > 0 sticks (normal and
-tangential rows); when its tangential force leaves the Coulomb cone |ft| <= mu fn (a third
-kind of guard, "slip") it becomes a sliding contact without kinetic friction (normal row only)
-until it leaves the ground; there are no slide-to-stick transitions, but a contact that
-touches down anew sticks again. Mode selection is friction-consistent (sim/hybrid/modes.py):
-a contact left out of the new mode may not approach (impact) or accelerate into (lift-off)
-the ground, sticking members of a lift-off mode must be inside their cones, and when no mode
-with the current sticking contacts satisfies this, the fewest of them slide. A resting contact
-that moves along the ground joins sliding.
+Friction (Coulomb; seed 001's Assumption A12 for impacts): an active contact with mu > 0 sticks
+(normal and tangential rows); when its tangential force leaves the cone |ft| <= mu fn (a third
+kind of guard, "slip") it slides (normal row only) with kinetic friction -mu fn sign(vt) in its
+force (kernels.py); when its sliding speed reaches zero (a fourth guard, "stop") it sticks
+again, anchored there, and slips at once if the cone still does not hold. A contact that starts
+sliding from rest takes the direction its acceleration agrees with (else the opposite one, else
+it slides without friction). Impacts stick (A12); contacts already sliding take a normal impulse
+only. Mode selection is friction-consistent (sim/hybrid/modes.py): a contact left out of the new
+mode may not approach (impact) or accelerate into (lift-off) the ground, sticking members of a
+lift-off mode must be inside their cones, and when no mode with the current sticking contacts
+satisfies this, the fewest of them slide. A resting contact that moves along the ground joins
+sliding.
 The joint impedance law of the plant protocol is evaluated continuously inside the flow.
 Ties (issue 25): a guard that starts a segment at zero (an inactive contact touching at an
 approach speed below velocity_tol that the force-acceleration predicate lifts, or an active
@@ -62,8 +65,8 @@ from .options import HybridOptions
 class HybridEvent:
     """One discrete transition.
 
-    t: time, s. kind: "touchdown", "liftoff", "slip" (stick to slide), "zeno" (completion) or
-    "reset".
+    t: time, s. kind: "touchdown", "liftoff", "slip" (stick to slide), "stick" (slide to stick),
+    "zeno" (completion) or "reset".
     contacts: the contacts that triggered it. mode_before / mode_after: active contact sets
     (sorted tuples of contact indices). v_minus / v_plus: generalized velocity before / after.
     impulse: normal impulse per contact (nc, N s; zeros for liftoffs). q: configuration.
@@ -94,8 +97,9 @@ class HybridPlant:
             replace its fields and are validated here, once.
     Attributes:
         events: list of HybridEvent since the last reset.
-        stats: counters (touchdowns, liftoffs, zeno completions, mode changes, segments,
-            rhs evaluations, predicate fallbacks, LCP solves).
+        stats: counters (touchdowns, liftoffs, slips, sticks, zeno completions, mode changes,
+            segments, rhs evaluations, predicate fallbacks, LCP solves, friction slides (modes
+            made consistent by sliding), impact cone violations).
     """
 
     def __init__(self, model: RobotModel, *, options: HybridOptions | None = None, **overrides) -> None:
