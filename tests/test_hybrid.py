@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robots import get_robot, numeric
 from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
@@ -334,18 +336,29 @@ def test_block_set_down_sliding_stops_after_v2_over_2_mu_g():
     after v0 / (mu g) s and v0^2 / (2 mu g) m. (Joining them sticking zeroed the velocity through
     the projection onto the sticking rows, a jump no impulse paid for; found while fixing the
     biped above.)"""
-    mu, v0 = 0.5, 1.0
+    _block_slides_to_v2_over_2_mu_g(0.5, 1.0)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, database=None)
+@given(mu=st.floats(0.05, 1.5), v0=st.floats(-3.0, 3.0).filter(lambda v: abs(v) > 1e-3))
+def test_sliding_distance_property(mu, v0):
+    """The same over friction coefficients and speeds (either direction); a flat block whose
+    width exceeds its height never tips under kinetic friction up to mu = width / height."""
+    _block_slides_to_v2_over_2_mu_g(mu, v0)
+
+
+def _block_slides_to_v2_over_2_mu_g(mu: float, v0: float) -> None:
     model = get_robot("block", width=0.6, height=0.2, mu=mu)
     plant = HybridPlant(model)
     state = plant.reset(np.array([0.0, 0.1, 0.0]), np.array([v0, 0.0, 0.0]))
     assert plant.mode == (0, 1) and plant._sliding == {0, 1}
     assert state.v[0] == pytest.approx(v0, rel=1e-12)
-    np.testing.assert_allclose(state.force[:, 1], -mu * state.force[:, 0], rtol=1e-9)  # friction opposes vt
-    state = plant.step(JointCommand.zero(0), 0.5)
+    np.testing.assert_allclose(state.force[:, 1], -np.sign(v0) * mu * state.force[:, 0], rtol=1e-9)  # opposes vt
+    state = plant.step(JointCommand.zero(0), abs(v0) / (mu * G) + 0.2)
     assert state.violation == ""
     stops = [e for e in plant.events if e.kind == "stick"]
-    assert len(stops) == 1 and stops[0].t == pytest.approx(v0 / (mu * G), rel=1e-8)
-    assert state.q[0] == pytest.approx(v0**2 / (2 * mu * G), rel=1e-8)
+    assert len(stops) == 1 and stops[0].t == pytest.approx(abs(v0) / (mu * G), rel=1e-8)
+    assert state.q[0] == pytest.approx(np.sign(v0) * v0**2 / (2 * mu * G), rel=1e-8)
     assert abs(state.v).max() < 1e-9 and plant.mode == (0, 1) and plant._sliding == set()
 
 

@@ -435,7 +435,7 @@ def _with_friction(snap: Snapshot, S: Mode, select, stats: dict) -> tuple[Mode, 
                 # contacts at rest may slide either way: the first direction their acceleration
                 # then agrees with (a direction it contradicts would stop at once)
                 at_rest = [i for i in slide if abs(vt[i]) <= snap.tol_v] if kinetic else []
-                for flips in (product((1.0, -1.0), repeat=len(at_rest)) if at_rest else [()]):
+                for flips in product((1.0, -1.0), repeat=len(at_rest)):
                     slide_mu = np.zeros(snap.nc) if snap.slide_mu is None else snap.slide_mu.copy()
                     for i in slide:
                         slide_mu[i] = snap.mu[i] * directions[i] if kinetic else 0.0
