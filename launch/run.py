@@ -1,7 +1,7 @@
 """`python -m launch run <scenario>`: plant and controller as two processes over the bridge.
 
 run(scenario) creates runs/<timestamp>-<name>/, saves the scenario, starts
-`python -m bridge serve` and `python -m bridge control` on it, shows progress, stops both
+`python -m launch.child serve` and `python -m launch.child control` on it, shows progress, stops both
 cleanly (Ctrl-C included: SIGTERM, then logs are completed), writes summary.json and plots.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ def new_run_folder(scenario: Scenario, runs_dir: str | Path = "runs") -> Path:
 
 def _spawn(role: str, folder: Path) -> subprocess.Popen:
     log = open(folder / f"{'plant' if role == 'serve' else 'controller'}.log", "w")
-    return subprocess.Popen([sys.executable, "-m", "bridge", role, str(folder)], stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "launch.child", role, str(folder)], stdout=log, stderr=subprocess.STDOUT)
 
 
 def _stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:

@@ -1,7 +1,10 @@
-"""Child-process entry points used by `python -m launch run`:
+"""Child-process entry points used by `python -m launch run` (launch/run.py):
 
-    python -m bridge serve   RUN_FOLDER     plant server for RUN_FOLDER/scenario.json
-    python -m bridge control RUN_FOLDER     controller client for the same scenario
+    python -m launch.child serve   RUN_FOLDER     plant server for RUN_FOLDER/scenario.json
+    python -m launch.child control RUN_FOLDER     controller client for the same scenario
+
+They live in launch/ because they read the scenario (launch/scenario.py); bridge/ knows
+nothing of scenarios.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 
 
 def _scenario(folder: Path):
-    from launch.scenario import Scenario
+    from .scenario import Scenario
 
     return Scenario.from_json((folder / "scenario.json").read_text())
 
@@ -19,10 +22,9 @@ def _scenario(folder: Path):
 def serve(folder: Path) -> int:
     """Run the plant server of the scenario in `folder`; logs go there."""
     t_start = time.perf_counter()
+    from bridge.server import PlantServer, ServerOptions
     from robots import get_robot
     from sim.registry import make_plant
-
-    from .server import PlantServer, ServerOptions
 
     sc = _scenario(folder)
     model = get_robot(sc.robot)
@@ -39,10 +41,9 @@ def serve(folder: Path) -> int:
 
 def control(folder: Path) -> int:
     """Run the controller of the scenario in `folder` against the plant that wrote folder/endpoint."""
+    from bridge.client import ClientOptions, ControllerClient
     from mpc.controllers import make_controller
     from robots import get_robot
-
-    from .client import ClientOptions, ControllerClient
 
     sc = _scenario(folder)
     controller = make_controller(sc.controller, get_robot(sc.robot), **sc.controller_options)
