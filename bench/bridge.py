@@ -1,10 +1,13 @@
 """Bridge round-trip benchmark: quadruped-sized STATE -> COMMAND over loopback TCP.
 
-The benchmark process plays the plant (encode STATE, wait for COMMAND, validate it); a second
-process plays the controller (validate STATE, answer with a COMMAND). Both sides run the
-project's full encode/decode, so the figure includes validation, not only ZeroMQ. The same
-frames are then echoed through bare pyzmq by the same two processes: `bare_zmq_rtt_us` is the
-machine's floor, and the ratio is the protocol's own cost.
+The benchmark process plays the plant (encode STATE, wait for COMMAND, validate it, as
+bridge/server.py does); a second process plays the controller (validate STATE, answer with a
+COMMAND, as bridge/client.py does). Both sides run the project's full encode/decode, so the
+figure includes validation, not only ZeroMQ. The reference is bare pyzmq carrying the same
+bytes in the same frames both ways (the STATE's frames out, the COMMAND's frames back) between
+the same two processes, with no protocol work: `bare_zmq_rtt_us` is the machine's floor, and
+the ratio is the protocol's own cost. The two are measured in alternating blocks of 250
+exchanges, so that a noisy neighbour hits both alike.
 """
 from __future__ import annotations
 
@@ -27,23 +30,29 @@ def _dims() -> P.Dims:
     return P.Dims(m.nq, m.nv, m.nu, m.nc)
 
 
+def _command_arrays(d: P.Dims) -> list[np.ndarray]:
+    return [np.zeros(d.nu), np.zeros(d.nu), np.zeros(d.nu), np.full(d.nu, 40.0), np.ones(d.nu), np.zeros(1, np.int64)]
+
+
 def peer(endpoint: str) -> None:
-    """Controller side: answer every STATE with a COMMAND until BYE."""
+    """Controller side: answer every STATE with a COMMAND until BYE; answer a message whose header
+    starts with ECHO (the reference) with the COMMAND's bytes, pre-encoded, and nothing else."""
     d = _dims()
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
     sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "name": "bench-peer"}))
-    cmd = [np.zeros(d.nu), np.zeros(d.nu), np.zeros(d.nu), np.full(d.nu, 40.0), np.ones(d.nu), np.zeros(1, np.int64)]
+    cmd = _command_arrays(d)
+    raw_reply = [bytes(memoryview(f).cast("B")) for f in P.encode(P.COMMAND, 0, 0.0, cmd, dims=d)]
     while True:
         frames = sock.recv_multipart()
-        if frames[0] == ECHO:  # the bare-ZeroMQ reference: echo the frames, no protocol work
-            sock.send_multipart(frames)
+        if frames[0][:1] == ECHO:  # the bare-ZeroMQ reference: the same reply bytes, no protocol work
+            sock.send_multipart(raw_reply)
             continue
         msg = P.decode(frames, d)
         if msg.type == P.BYE:
             return
-        sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd))
+        sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd, dims=d))
 
 
 def bench_bridge(args) -> dict:
@@ -54,35 +63,46 @@ def bench_bridge(args) -> dict:
     sock.setsockopt(zmq.LINGER, 0)
     sock.bind("tcp://127.0.0.1:*")
     endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
-    proc = subprocess.Popen([sys.executable, "-m", "bench.bridge", endpoint])
+    # (-c, not -m bench.bridge: bench/__init__ imports this module first, and runpy warns)
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from bench.bridge import peer; peer(sys.argv[1])",
+                             endpoint])
     try:
         ident = sock.recv_multipart()[0]  # HELLO
         state = [np.random.default_rng(0).normal(size=d.nq), np.zeros(d.nv), np.ones(d.nc, np.uint8),
                  np.zeros((d.nc, 2))]
-        frames = P.encode(P.STATE, 0, 0.0, state)
-        payload = sum(len(memoryview(f).cast("B")) for f in frames)
-        rtt = np.empty(n)
-        for k in range(-200, n):  # 200 warm-up exchanges
+        frames = P.encode(P.STATE, 0, 0.0, state, dims=d)
+        payload = sum(memoryview(f).nbytes for f in frames)
+        raw = [bytes(memoryview(f).cast("B")) for f in frames]
+        raw[0] = ECHO + raw[0][1:]  # the peer tells the reference from a STATE by its first byte
+        rtt, bare = np.empty(n), np.empty(n)
+
+        def exchange(k: int) -> float:
             t0 = time.perf_counter()
-            sock.send_multipart([ident, *P.encode(P.STATE, max(k, 0), 0.0, state)])
+            sock.send_multipart([ident, *P.encode(P.STATE, k, 0.0, state, dims=d)])
             reply = sock.recv_multipart()
-            P.decode(reply[1:], d, expect=(P.COMMAND,))
-            if k >= 0:
-                rtt[k] = time.perf_counter() - t0
-        cmd_bytes = sum(len(f) for f in reply[1:])
-        t0 = time.perf_counter()
-        for k in range(n):  # throughput: the same exchange back to back
-            sock.send_multipart([ident, *P.encode(P.STATE, k, 0.0, state)])
-            P.decode(sock.recv_multipart()[1:], d, expect=(P.COMMAND,))
-        rate = n / (time.perf_counter() - t0)
-        bare = np.empty(n)  # the same frames through bare pyzmq, echoed: the machine's floor
-        raw = [ECHO, *[bytes(memoryview(f)) for f in frames]]
-        for k in range(-200, n):
+            arrays = P.decode(reply[1:], d, expect=(P.COMMAND,)).arrays
+            P.check_command_values(arrays)
+            return time.perf_counter() - t0
+
+        def echo() -> float:
             t0 = time.perf_counter()
             sock.send_multipart([ident, *raw])
             sock.recv_multipart()
-            if k >= 0:
-                bare[k] = time.perf_counter() - t0
+            return time.perf_counter() - t0
+
+        for k in range(200):  # warm-up
+            exchange(k), echo()
+        block = 250
+        for start in range(0, n, block):  # alternating blocks: the same noise for both
+            for k in range(start, min(start + block, n)):
+                rtt[k] = exchange(k)
+            for k in range(start, min(start + block, n)):
+                bare[k] = echo()
+        cmd_bytes = sum(memoryview(f).nbytes for f in P.encode(P.COMMAND, 0, 0.0, _command_arrays(d), dims=d))
+        t0 = time.perf_counter()
+        for k in range(n):  # throughput: the same exchange back to back
+            exchange(k)
+        rate = n / (time.perf_counter() - t0)
         sock.send_multipart([ident, *P.encode_json(P.BYE, 0, 0.0, {"reason": "bench done"})])
     finally:
         proc.wait(timeout=10)
@@ -95,6 +115,3 @@ def bench_bridge(args) -> dict:
             "exchanges_per_s": rate, "msgs_per_s": 2 * rate, "payload_bytes": payload + cmd_bytes,
             "state_bytes": payload, "command_bytes": cmd_bytes, "exchanges": n, "transport": "tcp loopback"}
 
-
-if __name__ == "__main__":
-    peer(sys.argv[1])

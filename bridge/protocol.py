@@ -93,9 +93,21 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
     raise ProtocolError("type", f"unknown message type {msg_type}")
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """A schema without free dimensions, precomputed for the fast paths: the exact descriptor
+    bytes, each frame's byte size and shape, and per field (name, dtype, 2-D shape or None,
+    is float)."""
+
+    desc: bytes
+    sizes: tuple[int, ...]
+    shapes: tuple[tuple, ...]
+    fields: tuple[tuple[str, np.dtype, tuple | None, bool], ...]
+
+
 @lru_cache(maxsize=256)
-def _fixed_layout(msg_type: int, dims: Dims | None) -> tuple[bytes, tuple[int, ...]] | None:
-    """(exact descriptor bytes, frame sizes) of a schema without free dimensions, else None."""
+def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
+    """The _Layout of a message type's schema, or None (free dimensions, or unknown before CONFIG)."""
     try:
         fields = schema(msg_type, dims)
     except ProtocolError:
@@ -104,15 +116,24 @@ def _fixed_layout(msg_type: int, dims: Dims | None) -> tuple[bytes, tuple[int, .
         return None
     desc = b"".join(DESC.pack(i, DTYPE_CODES[dt], len(sh), *(sh + (0,) * (2 - len(sh))), 0)
                     for i, (_, dt, sh) in enumerate(fields))
-    return desc, tuple(math.prod(sh) * dt.itemsize for _, dt, sh in fields)
+    return _Layout(desc, tuple(math.prod(sh) * dt.itemsize for _, dt, sh in fields), tuple(sh for _, _, sh in fields),
+                   tuple((name, dt, sh if len(sh) == 2 else None, dt.kind == "f") for name, dt, sh in fields))
 
 
 def _all_finite(flat: np.ndarray) -> bool:
     """No NaN or inf in the 1-D array `flat`. A frame of a STATE or COMMAND holds a few numbers,
-    where a Python loop costs a fifth of numpy's isfinite().all()."""
+    where math.fsum costs a fifth of numpy's isfinite().all()."""
     if flat.size <= 64:
-        return all(map(math.isfinite, flat.tolist()))
+        try:  # the exact sum of finite values is finite unless it overflows, and inf/nan propagate
+            return math.isfinite(math.fsum(flat.tolist()))
+        except (OverflowError, ValueError):  # 1e308 + 1e308 overflows, -inf + inf raises: value by value
+            return all(map(math.isfinite, flat.tolist()))
     return bool(np.isfinite(flat).all())
+
+
+def _nbytes(frame) -> int:
+    """Byte size of a frame: bytes / zmq.Frame (len) or any buffer (numpy array, memoryview)."""
+    return len(frame) if isinstance(frame, bytes) else memoryview(frame).nbytes
 
 
 @dataclass
@@ -183,14 +204,13 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
                       time.time_ns() if wall_ns is None else wall_ns, len(arrays))
     fast = _fixed_layout(msg_type, dims) if dims is not None else None
     if fast is not None:
-        fields = schema(msg_type, dims)
-        if len(arrays) != len(fields):
-            raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fields)} arrays, got {len(arrays)}")
+        if len(arrays) != len(fast.fields):
+            raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fast.fields)} arrays, got {len(arrays)}")
         frames = [np.ascontiguousarray(a) for a in arrays]
-        for (name, dtype, shape), a in zip(fields, frames):
+        for (name, dtype, _, _), shape, a in zip(fast.fields, fast.shapes, frames):
             if a.dtype != dtype or a.shape != shape:
                 raise ValueError(f"{name}: {a.dtype} {a.shape}, the schema needs {dtype} {shape}")
-        return [head + fast[0], *frames]
+        return [head + fast.desc, *frames]
     parts = [head]
     frames = []
     for fid, arr in enumerate(arrays):
@@ -242,14 +262,15 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     """
     if not frames:
         raise ProtocolError("truncated", "empty message")
-    total = sum(memoryview(f).nbytes for f in frames)
+    sizes = [_nbytes(f) for f in frames]
+    total = sum(sizes)
     if total > MAX_MESSAGE_BYTES:
         raise ProtocolError("too_large", f"message of {total} bytes > {MAX_MESSAGE_BYTES}")
     if len(frames) > 1 + MAX_ARRAYS:
         raise ProtocolError("frames", f"{len(frames)} frames; no message has more than {1 + MAX_ARRAYS}")
-    head = memoryview(frames[0])
-    if len(head) < FIXED.size:
-        raise ProtocolError("truncated", f"header has {len(head)} bytes, needs {FIXED.size}")
+    head = frames[0] if isinstance(frames[0], bytes) else memoryview(frames[0]).cast("B")
+    if sizes[0] < FIXED.size:
+        raise ProtocolError("truncated", f"header has {sizes[0]} bytes, needs {FIXED.size}")
     magic, version, msg_type, seq, t, wall_ns, count = FIXED.unpack_from(head, 0)
     if magic != MAGIC:
         raise ProtocolError("magic", f"magic {bytes(magic)!r}, expected {MAGIC!r}")
@@ -262,24 +283,25 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
                                           f"(expected {[TYPE_NAMES[e] for e in expect]})")
     fields = schema(msg_type, dims)
     fast = _fixed_layout(msg_type, dims)
-    if fast is not None and len(frames) == 1 + count and bytes(head[FIXED.size:]) == fast[0]:
+    if fast is not None and len(frames) == 1 + count and head[FIXED.size:] == fast.desc:
         # fast path: the descriptors are exactly the schema's; only sizes and values remain
         arrays = {}
-        for (name, dtype, shape), nbytes, frame in zip(fields, fast[1], frames[1:]):
-            buf = memoryview(frame).cast("B")
-            if buf.nbytes != nbytes:
-                raise ProtocolError("size", f"{name}: {buf.nbytes} bytes for shape {shape} of {dtype}")
-            arr = np.frombuffer(buf, dtype=dtype)
-            if dtype.kind == "f" and not _all_finite(arr):
+        for (name, dtype, shape2, is_float), nbytes, got, frame in zip(fast.fields, fast.sizes, sizes[1:],
+                                                                          frames[1:]):
+            if got != nbytes:
+                raise ProtocolError("size", f"{name}: {got} bytes, the schema's {dtype} array has {nbytes}")
+            arr = np.frombuffer(frame, dtype=dtype) if isinstance(frame, bytes) else \
+                np.frombuffer(memoryview(frame).cast("B"), dtype=dtype)
+            if is_float and not _all_finite(arr):
                 raise ProtocolError("non_finite", f"{name} contains NaN or inf")
-            arrays[name] = arr.reshape(shape) if len(shape) == 2 else arr
+            arrays[name] = arr if shape2 is None else arr.reshape(shape2)
         if not math.isfinite(t):
             raise ProtocolError("non_finite", f"sim time {t}")
         return Message(msg_type, seq, t, wall_ns, arrays)
     if count != len(fields) or count > MAX_ARRAYS:
         raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")
-    if len(head) != FIXED.size + count * DESC.size:
-        raise ProtocolError("truncated", f"header is {len(head)} bytes, expected {FIXED.size + count * DESC.size} "
+    if sizes[0] != FIXED.size + count * DESC.size:
+        raise ProtocolError("truncated", f"header is {sizes[0]} bytes, expected {FIXED.size + count * DESC.size} "
                                          f"for {count} descriptors")
     if len(frames) != 1 + count:
         raise ProtocolError("frames", f"{len(frames) - 1} array frames, the header declares {count}")

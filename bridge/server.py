@@ -209,7 +209,8 @@ class PlantServer:
 
     def _send_state(self, tick: int) -> None:
         s = self.state
-        self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force]))
+        self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force],
+                                         dims=self.dims))
 
     def _reject(self, ident: bytes, err: P.ProtocolError, seq: int) -> None:
         self.rejects[err.reason] += 1

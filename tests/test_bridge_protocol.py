@@ -113,3 +113,14 @@ def test_non_finite_values_in_any_float_field_are_rejected(field, bad):
     long[2][-1] = bad  # past the short-array path
     with pytest.raises(P.ProtocolError, match="non_finite: x"):
         P.decode(long, DIMS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                          st.sampled_from([1e308, -1e308, float("inf"), float("-inf"), float("nan")])),
+                max_size=80))
+def test_finite_check_agrees_with_numpy(values):
+    """The decoder's finite check (math.fsum over a frame's values, value by value when the sum
+    overflows or meets inf - inf) says what numpy's isfinite says, for any values."""
+    a = np.array(values, dtype=float)
+    assert P._all_finite(a) == bool(np.isfinite(a).all())
