@@ -372,3 +372,25 @@ def test_subnormal_drop_does_not_fail_the_integrator():
                      vz0=-1.401298464324817e-45, command="pd", noise=0.0, seed=2668291, ticks=40)
     r = fuzz.run_case(fuzz.PlantPool(), "hybrid", case)
     assert r["exception"] == "" and r["violation"] == ""
+
+
+@pytest.mark.parametrize("case_args", [
+    dict(drop=0.0, k_scale=1.0, b_scale=1.0, vx0=-0.4515070917308255, vz0=-0.26328829189073416,
+         noise=0.8400373121172942, seed=222),
+    dict(drop=0.084313689720109, k_scale=0.5, b_scale=2.0, vx0=1.029185468042263e-149, vz0=0.11966940438555052,
+         noise=0.9986090469494058, seed=797),
+    dict(drop=0.0, k_scale=2.0, b_scale=2.0, vx0=0.0, vz0=-0.0019500042726846578, noise=0.5292822009194639,
+         seed=247711),
+])
+def test_kinetic_friction_near_the_painleve_point_does_not_fail(case_args):
+    """Found by the plant fuzz once sliding contacts had kinetic friction: the hopper's foot sliding
+    with mu = 1 drives det(A M^-1 F^T) to zero (the Painleve paradox), the normal force grows
+    without bound and the integrator stopped on "Array must not contain infs or NaNs". Within
+    painleve_margin of that point the foot slides frictionless."""
+    from sim import fuzz
+
+    case = fuzz.Case(robot="hopper", mu=1.0, command="pd", ticks=40, **case_args)
+    pool = fuzz.PlantPool()
+    r = fuzz.run_case(pool, "hybrid", case)
+    assert r["exception"] == "" and r["violation"] == "" and not r["fall_through"]
+    assert pool.get("hybrid", case)[0].stats["painleve"] >= 1

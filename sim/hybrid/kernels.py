@@ -201,3 +201,22 @@ def tangential_speeds(addr, q, v, nv, nc):
         return np.zeros(0)
     cfun(addr[F_JAC], qc.ctypes.data, J.ctypes.data)
     return J[nc * nv: 2 * nc * nv].reshape((nc, nv)) @ np.ascontiguousarray(v)
+
+
+@njit(cache=True)
+def kinetic_margin(addr, q, rows_c, rows_k, slide_mu, nv, nc):
+    """det(A M^-1 F^T) / det(A M^-1 A^T) of a mode at q: 1 without kinetic friction, and towards 0
+    as sliding friction makes the contact forces singular (the Painleve paradox: the normal force
+    needed to hold a sliding contact grows without bound, then flips sign)."""
+    kinetic = False
+    for r in range(slide_mu.shape[0]):
+        if slide_mu[r] != 0.0:
+            kinetic = True
+    if not kinetic:
+        return 1.0
+    M, h, Jn, Jt, an, at = model_terms(addr, q, np.zeros(nv), nv, nc)
+    A, c = constraint_rows(Jn, Jt, an, at, rows_c, rows_k)
+    F = force_rows(A, Jt, rows_c, slide_mu)
+    G0 = A @ np.linalg.solve(M, np.ascontiguousarray(A.T))
+    G = A @ np.linalg.solve(M, np.ascontiguousarray(F.T))
+    return np.linalg.det(G) / np.linalg.det(G0)

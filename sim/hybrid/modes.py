@@ -51,7 +51,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .kernels import constraint_rows, force_rows, model_terms, solve_mode
+from .kernels import constraint_rows, force_rows, kinetic_margin, model_terms, solve_mode
 from .lcp import lemke
 
 Mode = frozenset  # of contact indices
@@ -118,6 +118,7 @@ class Snapshot:
     rank_tol: float = 1e-9
     mu: np.ndarray | None = None
     slide_mu: np.ndarray | None = None
+    painleve_margin: float = 0.1
     _terms: tuple = field(default=None, repr=False)  # type: ignore[assignment]
     _rows: dict = field(default_factory=dict, repr=False)
     _impacts: dict = field(default_factory=dict, repr=False)
@@ -128,6 +129,11 @@ class Snapshot:
         slide_mu = self.slide_mu if slide_mu is None else slide_mu
         return replace(self, stick=np.array(stick, dtype=bool), slide_mu=slide_mu, _terms=self.terms(),
                        _rows={}, _impacts={})
+
+    def kinetic_margin(self, J: Iterable[int]) -> float:
+        """kernels.kinetic_margin of mode J at the snapshot (1 without kinetic friction)."""
+        rows = self.rows(J)
+        return float(kinetic_margin(self.addr, self.q, rows.c, rows.k, self.row_slide(rows), self.nv, self.nc))
 
     def row_slide(self, rows: Rows) -> np.ndarray:
         """Kinetic friction slide_mu per row of `rows` (normal rows of sliding contacts)."""
@@ -442,7 +448,12 @@ def _with_friction(snap: Snapshot, S: Mode, select, stats: dict) -> tuple[Mode, 
                     for i, f in zip(at_rest, flips):
                         slide_mu[i] *= f
                     sn = snap.with_stick(stick, slide_mu)
-                    Js, vs, excess = select(sn)
+                    try:
+                        Js, vs, excess = select(sn)
+                    except np.linalg.LinAlgError:  # a kinetic force problem exactly singular
+                        continue
+                    if kinetic and sn.kinetic_margin(Js) < snap.painleve_margin:
+                        continue  # near the Painleve singularity: frictionless sliding instead
                     if vs == 0.0 and _accelerates_as_assumed(sn, Js, [i for i in at_rest if i in Js]):
                         found.append((excess(), sorted(slide), Js, Mode(slide), sn))
                         break

@@ -35,6 +35,10 @@ class HybridOptions:
     max_transitions_per_step: hard cap of discrete transitions in one `step` call (never hang).
     penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
         (sim/invariants.py).
+    painleve_margin: kinetic friction is dropped (the contact slides frictionless) where it would
+        bring the mode's force problem within this fraction of singular, det(A M^-1 F^T) /
+        det(A M^-1 A^T) (kernels.kinetic_margin): the Painleve paradox, whose physical
+        resolution (an impact without a collision) this simulator does not model.
     """
 
     pseudo_impulse: float = DEFAULT_PSEUDO_IMPULSE
@@ -53,6 +57,7 @@ class HybridOptions:
     fa_nudge: float = 1e-6
     max_transitions_per_step: int = 10000
     penetration_limit_m: float = 0.02  # sim.invariants.DEFAULT_PENETRATION_LIMIT_M
+    painleve_margin: float = 0.1
 
     def __post_init__(self) -> None:
         for f in fields(self):

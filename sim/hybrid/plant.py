@@ -55,8 +55,8 @@ from sim.invariants import Invariants
 from sim.protocol import JointCommand, PlantState, actuated_joints
 
 from .cfun import address_table
-from .kernels import constraint_values, contact_gaps, contact_points, joint_torque, mode_rhs, model_terms, \
-    project_state, tangential_speeds
+from .kernels import constraint_values, contact_gaps, contact_points, joint_torque, kinetic_margin, mode_rhs, \
+    model_terms, project_state, tangential_speeds
 from .modes import Mode, Snapshot, consistent_impact_mode, consistent_liftoff_mode
 from .options import HybridOptions
 
@@ -148,7 +148,7 @@ class HybridPlant:
         self.events = []
         self.stats = {k: 0 for k in ("touchdowns", "liftoffs", "slips", "zeno", "mode_changes", "segments",
                                      "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations",
-                                     "friction_slides", "sticks")}
+                                     "friction_slides", "sticks", "painleve")}
         self._impact_times: list[float] = []
         self.violation = ""
         self.invariants.reset_report()
@@ -260,7 +260,8 @@ class HybridPlant:
         scale_p = float(np.abs(M @ v).max()) + 1e-3 * scale_f
         return Snapshot(self.addr, q.copy(), v.copy(), gen, self._stick_mask(), self.nv, self.nc,
                         eps=self.options.pseudo_impulse, tol_p=1e-10 * scale_p, tol_f=1e-9 * scale_f,
-                        tol_v=self.options.velocity_tol, mu=self._mu, slide_mu=self._slide_mu())
+                        tol_v=self.options.velocity_tol, mu=self._mu, slide_mu=self._slide_mu(),
+                        painleve_margin=self.options.painleve_margin)
 
     def _slide_mu(self) -> np.ndarray:
         """mu_i sign(vt_i) (nc) of the sliding contacts (their kinetic friction), 0 elsewhere."""
@@ -310,6 +311,13 @@ class HybridPlant:
             self._slip_dir[i] = -self._slip_dir[i] if -self._slip_dir[i] not in tried[i] else 0.0
             self._set_mode(self._mode)
 
+    def _drop_kinetic_friction(self) -> None:
+        """Near the Painleve singularity (options.painleve_margin) the sliding contacts of the
+        mode slide without friction."""
+        self._slip_dir = dict.fromkeys(self._slip_dir, 0.0)
+        self._rows_slide = np.zeros(self._rows_c.size)
+        self.stats["painleve"] += 1
+
     def _set_mode(self, J: Mode, snap: Snapshot | None = None) -> None:
         """Make J the active mode: independent rows, anchors and friction-cone groups of the
         sticking rows, kinetic friction of the sliding ones, projection onto the constraints."""
@@ -333,6 +341,10 @@ class HybridPlant:
         self._rows_c, self._rows_k = rows.c.copy(), rows.k.copy()
         slide_mu = self._slide_mu()
         self._rows_slide = np.array([slide_mu[c] if k == 0 else 0.0 for c, k in zip(self._rows_c, self._rows_k)])
+        if np.any(self._rows_slide != 0.0) and kinetic_margin(
+                self.addr, self._q, self._rows_c, self._rows_k, self._rows_slide, self.nv, self.nc) \
+                <= self.options.painleve_margin * (1.0 + 1e-6):
+            self._drop_kinetic_friction()
         pts = contact_points(self.addr, self._q, self.nc)
         self._anchors = np.array([pts[c, 0] if k == 1 else 0.0 for c, k in zip(self._rows_c, self._rows_k)])
         # Coulomb cone of each kept tangential row: its own normal force plus those of sticking
@@ -379,7 +391,13 @@ class HybridPlant:
             key = x.tobytes()
             if cache["key"] != key:
                 self.stats["rhs_evals"] += 1
-                xdot, lam = mode_rhs(self.addr, np.ascontiguousarray(x), *args)
+                try:
+                    xdot, lam = mode_rhs(self.addr, np.ascontiguousarray(x), *args)
+                except np.linalg.LinAlgError:
+                    # a trial stage beyond a singular force problem (kinetic friction past the
+                    # Painleve point): nan makes DOP853 reject the step and retry a shorter one,
+                    # which stops at the painleve guard instead
+                    xdot, lam = np.full(2 * nv, np.nan), np.full(self._rows_c.size, np.nan)
                 # derivatives below 1e-150 are zero: their squares underflow in DOP853's error
                 # norm (0/0 = nan), which then fails with "Required step size is less than
                 # spacing between numbers" (plant fuzz: a hopper dropped from 4e-295 m)
@@ -492,6 +510,15 @@ class HybridPlant:
                 ev.terminal, ev.direction = True, 1
                 events.append(ev)
                 labels.append(("clear", c))
+        # kinetic friction that nears the Painleve singularity is dropped (_set_mode does it when
+        # this guard ends the segment)
+        if np.any(self._rows_slide != 0.0):
+            rows = (self._rows_c, self._rows_k, self._rows_slide)
+            ev = lambda t, x: kinetic_margin(self.addr, np.ascontiguousarray(x[:nv]), *rows, nv, nc) \
+                - self.options.painleve_margin  # noqa: E731
+            ev.terminal, ev.direction = True, -1
+            events.append(ev)
+            labels.append(("painleve", -1))
         sol = solve_ivp(rhs, (self._t, t_end), x0, method="DOP853", rtol=self.options.rtol,
                         atol=self.options.atol, max_step=self.options.max_step, events=events or None,
                         first_step=self._first_step(evaluate(x0)["xdot"], t_end))
@@ -531,6 +558,8 @@ class HybridPlant:
         opts = self.options
         if cause == "stop":
             self._restick()
+        elif cause == "painleve":
+            self._drop_kinetic_friction()
         for _ in range(4 * max(self.nc, 1) + 4):
             q, v = self._q, self._v
             gaps = contact_gaps(self.addr, q, self.nc)
