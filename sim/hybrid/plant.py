@@ -25,8 +25,11 @@ kind of guard, "slip") it slides (normal row only) with kinetic friction -mu fn 
 force (kernels.py); when its sliding speed reaches zero (a fourth guard, "stop") it sticks
 again, anchored there, and slips at once if the cone still does not hold. A contact that starts
 sliding from rest takes the direction its acceleration agrees with (else the opposite one, else
-it slides without friction). Impacts stick (A12); contacts already sliding take a normal impulse
-only. Mode selection is friction-consistent (sim/hybrid/modes.py): a contact left out of the new
+it slides without friction). Where kinetic friction would bring the mode's force problem within
+options.painleve_margin of singular (the Painleve paradox; kernels.kinetic_margin, a fifth
+guard "painleve") the sliding contacts slide without friction: the physical resolution, an
+impact without a collision, is not modelled. Impacts stick (A12); contacts already sliding take
+a normal impulse only. Mode selection is friction-consistent (sim/hybrid/modes.py): a contact left out of the new
 mode may not approach (impact) or accelerate into (lift-off) the ground, sticking members of a
 lift-off mode must be inside their cones, and when no mode with the current sticking contacts
 satisfies this, the fewest of them slide. A resting contact that moves along the ground joins
