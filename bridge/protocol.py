@@ -131,11 +131,6 @@ def _all_finite(flat: np.ndarray) -> bool:
     return bool(np.isfinite(flat).all())
 
 
-def _nbytes(frame) -> int:
-    """Byte size of a frame: bytes / zmq.Frame (len) or any buffer (numpy array, memoryview)."""
-    return len(frame) if isinstance(frame, bytes) else memoryview(frame).nbytes
-
-
 @dataclass
 class Message:
     """A decoded message: type, seq, sim time t (s), sender wall clock (ns), arrays by name."""
@@ -266,7 +261,7 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     """
     if not frames:
         raise ProtocolError("truncated", "empty message")
-    sizes = [_nbytes(f) for f in frames]
+    sizes = [len(f) if type(f) is bytes else memoryview(f).nbytes for f in frames]  # bytes, zmq.Frame, buffers
     total = sum(sizes)
     if total > MAX_MESSAGE_BYTES:
         raise ProtocolError("too_large", f"message of {total} bytes > {MAX_MESSAGE_BYTES}")
@@ -285,7 +280,6 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     if expect is not None and msg_type not in expect:
         raise ProtocolError("unexpected", f"{TYPE_NAMES[msg_type]} not expected here "
                                           f"(expected {[TYPE_NAMES[e] for e in expect]})")
-    fields = schema(msg_type, dims)
     fast = _fixed_layout(msg_type, dims)
     if fast is not None and len(frames) == 1 + count and head[FIXED.size:] == fast.desc:
         # fast path: the descriptors are exactly the schema's; only sizes and values remain
@@ -302,6 +296,7 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
         if not math.isfinite(t):
             raise ProtocolError("non_finite", f"sim time {t}")
         return Message(msg_type, seq, t, wall_ns, arrays)
+    fields = schema(msg_type, dims)
     if count != len(fields) or count > MAX_ARRAYS:
         raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")
     if sizes[0] != FIXED.size + count * DESC.size:
