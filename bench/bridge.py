@@ -8,6 +8,13 @@ bytes in the same frames both ways (the STATE's frames out, the COMMAND's frames
 the same two processes, with no protocol work: `bare_zmq_rtt_us` is the machine's floor, and
 the ratio is the protocol's own cost. The two are measured in alternating blocks of 250
 exchanges, so that a noisy neighbour hits both alike.
+
+Measured (`python -m launch bench bridge --json`, this machine, 2 cores, 796 bytes a round
+trip in 5 + 7 frames): p50 ratio 1.37-1.46 over five runs (median 1.40; RTT ~210-265 us against
+~145-195 us bare). The protocol code of the previous release gives 1.54 on this bench. Per
+message (timeit, quiet machine): encode 1.9-2.2 us, decode STATE 5.3 us, decode COMMAND 6.7 us
+plus 1.8 us for its value check; inside the round trip these cost two to three times as much
+(cold caches between the socket calls).
 """
 from __future__ import annotations
 
