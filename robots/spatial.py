@@ -1,0 +1,213 @@
+"""Symbolic rigid-body dynamics of a floating-base kinematic tree in CasADi (spatial algebra).
+
+Hand-written because no package here provides it symbolically: the `pin` wheels have no CasADi
+bindings, and adam-robotics fails on go1.urdf (issue 27). The tree's numbers come from a
+maintained URDF parser (pinocchio, robots/urdf.py); this module only turns them into CasADi
+expressions, and tests/test_spatial.py checks them against pinocchio's numeric algorithms.
+
+Conventions (pinocchio's, so that a controller or a cross-check can use either):
+- q = (base position in the world (m), base orientation quaternion (x, y, z, w), joint angles).
+- v = (base linear velocity, base angular velocity, both in the base frame; joint velocities).
+- Spatial motion vectors are (linear, angular), force vectors (force, moment); a placement
+  (R, p) maps a child frame into its parent: x_parent = R x_child + p.
+- Gravity is the world acceleration (0, 0, -g).
+
+The equations of motion are M(q) dv/dt + h(q, v) = tau + sum_k J_k(q)^T f_k, with tau =
+(0_6, joint torques). `inverse_dynamics` is the recursive Newton-Euler algorithm (Featherstone,
+Rigid Body Dynamics Algorithms, 2008, Table 5.1); M is its exact Jacobian in the
+accelerations (CasADi's, sharing the expression graph) and h its value at zero acceleration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+REVOLUTE_AXES = {"JointModelRX": (1.0, 0.0, 0.0), "JointModelRY": (0.0, 1.0, 0.0), "JointModelRZ": (0.0, 0.0, 1.0)}
+
+
+@dataclass(frozen=True)
+class Body:
+    """One joint and the rigid body it moves (everything in the joint's frame).
+
+    parent: index of the parent body (-1: the world). kind: "free" (the floating base, first
+    body only) or "revolute". axis: unit rotation axis of a revolute joint. placement: (R, p)
+    of the joint frame in the parent's joint frame at q = 0. mass (kg), com (m), inertia: 3x3
+    rotational inertia about the centre of mass (kg m^2).
+    """
+
+    name: str
+    parent: int
+    kind: str
+    axis: tuple
+    placement: tuple
+    mass: float
+    com: tuple
+    inertia: tuple
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A point of interest (e.g. a foot) fixed to body `body` at `placement` (R, p)."""
+
+    name: str
+    body: int
+    placement: tuple
+
+
+def quat_to_rot(quat) -> ca.SX:
+    """Rotation matrix of a unit quaternion (x, y, z, w) (CasADi or numeric)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    return ca.vertcat(
+        ca.horzcat(1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+        ca.horzcat(2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+        ca.horzcat(2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)),
+    )
+
+
+def axis_rotation(axis, angle) -> ca.SX:
+    """Rotation by `angle` (rad) about the unit `axis` (Rodrigues)."""
+    k = ca.DM(axis)
+    K = ca.skew(k)
+    return ca.DM.eye(3) + ca.sin(angle) * K + (1 - ca.cos(angle)) * (K @ K)
+
+
+def _act_inv_motion(R, p, lin, ang):
+    """Motion (lin, ang) expressed in a parent frame, re-expressed in the child frame (R, p)."""
+    return R.T @ (lin - ca.cross(p, ang)), R.T @ ang
+
+
+def _act_force(R, p, f, n):
+    """Force (f, n) in a child frame (R, p), expressed in the parent frame."""
+    f2 = R @ f
+    return f2, R @ n + ca.cross(p, f2)
+
+
+def _cross_motion(lin, ang, lin2, ang2):
+    return ca.cross(ang, lin2) + ca.cross(lin, ang2), ca.cross(ang, ang2)
+
+
+def _cross_force(lin, ang, f, n):
+    return ca.cross(ang, f), ca.cross(ang, n) + ca.cross(lin, f)
+
+
+def _inertia_times(body: Body, lin, ang):
+    """Spatial inertia of `body` times the motion (lin, ang): (m (v - c x w), I_c w + c x (m (v - c x w)))."""
+    c = ca.DM(body.com)
+    h = body.mass * (lin - ca.cross(c, ang))
+    return h, ca.DM(np.array(body.inertia)) @ ang + ca.cross(c, h)
+
+
+def _joint_motion(bodies: list[Body], q, v):
+    """Per body: placement (R, p) in its parent for configuration q, joint velocity slice
+    (index into v, width) and configuration slice start."""
+    out, iq, iv = [], 0, 0
+    for b in bodies:
+        R0, p0 = ca.DM(np.array(b.placement[0])), ca.DM(np.array(b.placement[1]))
+        if b.kind == "free":
+            R, p = R0 @ quat_to_rot(q[iq + 3:iq + 7]), R0 @ q[iq:iq + 3] + p0
+            out.append((R, p, iv, 6))
+            iq, iv = iq + 7, iv + 6
+        elif b.kind == "revolute":
+            out.append((R0 @ axis_rotation(b.axis, q[iq]), p0, iv, 1))
+            iq, iv = iq + 1, iv + 1
+        else:
+            raise ValueError(f"body {b.name}: joint kind {b.kind!r} is not supported (free, revolute)")
+    return out
+
+
+def _subspace(body: Body, dq):
+    """Joint motion S dq as (lin, ang) in the body frame."""
+    if body.kind == "free":
+        return dq[0:3], dq[3:6]
+    return ca.DM.zeros(3), ca.DM(body.axis) * dq[0]
+
+
+def inverse_dynamics(bodies: list[Body], q, v, a, gravity: float = 9.81):
+    """Generalized forces tau (nv) that produce accelerations a at (q, v): RNEA (module docstring)."""
+    joints = _joint_motion(bodies, q, v)
+    vel, acc, force = [], [], []
+    for i, (b, (R, p, iv, w)) in enumerate(zip(bodies, joints)):
+        if b.parent < 0:
+            v_lin, v_ang = ca.DM.zeros(3), ca.DM.zeros(3)
+            a_lin, a_ang = R.T @ ca.DM([0.0, 0.0, gravity]), ca.DM.zeros(3)  # -gravity, in the body
+        else:
+            v_lin, v_ang = _act_inv_motion(R, p, *vel[b.parent])
+            a_lin, a_ang = _act_inv_motion(R, p, *acc[b.parent])
+        sj_lin, sj_ang = _subspace(b, v[iv:iv + w])
+        sa_lin, sa_ang = _subspace(b, a[iv:iv + w])
+        v_lin, v_ang = v_lin + sj_lin, v_ang + sj_ang
+        c_lin, c_ang = _cross_motion(v_lin, v_ang, sj_lin, sj_ang)
+        a_lin, a_ang = a_lin + sa_lin + c_lin, a_ang + sa_ang + c_ang
+        vel.append((v_lin, v_ang))
+        acc.append((a_lin, a_ang))
+        h_lin, h_ang = _inertia_times(b, v_lin, v_ang)
+        ia_lin, ia_ang = _inertia_times(b, a_lin, a_ang)
+        x_lin, x_ang = _cross_force(v_lin, v_ang, h_lin, h_ang)
+        force.append([ia_lin + x_lin, ia_ang + x_ang])
+    tau = [None] * len(bodies)
+    for i in range(len(bodies) - 1, -1, -1):
+        b, (R, p, iv, w) = bodies[i], joints[i]
+        f, n = force[i]
+        tau[i] = ca.vertcat(f, n) if b.kind == "free" else ca.DM(b.axis).T @ n
+        if b.parent >= 0:
+            pf, pn = _act_force(R, p, f, n)
+            force[b.parent][0] = force[b.parent][0] + pf
+            force[b.parent][1] = force[b.parent][1] + pn
+    return ca.vertcat(*tau)
+
+
+def placements(bodies: list[Body], q) -> list[tuple]:
+    """World placement (R, p) of every body's joint frame at configuration q."""
+    world = []
+    for b, (R, p, _, _) in zip(bodies, _joint_motion(bodies, q, None)):
+        if b.parent < 0:
+            world.append((R, p))
+        else:
+            Rp, pp = world[b.parent]
+            world.append((Rp @ R, Rp @ p + pp))
+    return world
+
+
+def frame_kinematics(bodies: list[Body], frame: Frame, q, v):
+    """World position (3) of `frame` at q and its world linear velocity (3) for velocity v."""
+    joints = _joint_motion(bodies, q, v)
+    world = placements(bodies, q)
+    vel = []
+    for b, (R, p, iv, w) in zip(bodies, joints):
+        if b.parent < 0:
+            lin, ang = ca.DM.zeros(3), ca.DM.zeros(3)
+        else:
+            lin, ang = _act_inv_motion(R, p, *vel[b.parent])
+        s_lin, s_ang = _subspace(b, v[iv:iv + w])
+        vel.append((lin + s_lin, ang + s_ang))
+    Rb, pb = world[frame.body]
+    r = ca.DM(np.array(frame.placement[1]))
+    lin, ang = vel[frame.body]
+    return Rb @ r + pb, Rb @ (lin + ca.cross(ang, r))
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """CasADi functions of a tree: M(q), h(q, v), and per frame its position p(q) and the
+    Jacobian J(q) of its world linear velocity in v (v -> dp/dt)."""
+
+    M: ca.Function
+    h: ca.Function
+    frame_position: dict
+    frame_jacobian: dict
+
+
+def build_dynamics(bodies: list[Body], frames: list[Frame], nq: int, nv: int, gravity: float = 9.81) -> Dynamics:
+    """M(q) = d tau / d a, h(q, v) = tau(q, v, 0), frame positions and Jacobians (see Dynamics)."""
+    q, v, a = ca.SX.sym("q", nq), ca.SX.sym("v", nv), ca.SX.sym("a", nv)
+    tau = inverse_dynamics(bodies, q, v, a, gravity)
+    M = ca.Function("M", [q], [ca.substitute(ca.jacobian(tau, a), v, ca.DM.zeros(nv))])
+    h = ca.Function("h", [q, v], [ca.substitute(tau, a, ca.DM.zeros(nv))])
+    fpos, fjac = {}, {}
+    for fr in frames:
+        pos, vel = frame_kinematics(bodies, fr, q, v)
+        fpos[fr.name] = ca.Function(f"p_{fr.name}", [q], [pos])
+        fjac[fr.name] = ca.Function(f"J_{fr.name}", [q], [ca.jacobian(vel, v)])
+    return Dynamics(M, h, fpos, fjac)
