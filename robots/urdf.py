@@ -6,8 +6,10 @@
 pinocchio parses the file (and merges the links on fixed joints into their parents); this
 module copies its numbers (joint placements, axes, masses, centres of mass, inertias, the
 feet's frames, limits) into robots/spatial.py's plain description, from which CasADi builds
-the symbolic dynamics. Issue 27 turns these trees into `RobotModel`s for the plants and the
-MPC; today they serve the symbolic dynamics and their cross-check against pinocchio.
+the symbolic dynamics, and writes the same tree as MJCF for MuJoCo (`to_mjcf`; MuJoCo 4.0
+cannot import go1.urdf itself). Issue 27 turns these trees into `RobotModel`s for the plants
+and the MPC; today they serve the symbolic dynamics and their cross-checks against pinocchio
+and MuJoCo (tests/test_spatial.py).
 """
 from __future__ import annotations
 
@@ -100,3 +102,80 @@ def load_urdf_tree(robot: str, feet: tuple[str, ...] | None = None) -> UrdfTree:
                     tuple(model.names[2:]), np.array(model.lowerPositionLimit[7:]),
                     np.array(model.upperPositionLimit[7:]), np.array(model.effortLimit[6:]),
                     float(sum(model.inertias[i].mass for i in range(model.njoints))), path)
+
+
+def _f(x: float) -> str:
+    return repr(float(x))
+
+
+def _quat_wxyz(R: np.ndarray) -> str:
+    """MJCF quaternion (w x y z) of a rotation matrix."""
+    from scipy.spatial.transform import Rotation
+
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    return " ".join(_f(c) for c in (w, x, y, z))
+
+
+def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, timestep: float = 0.001) -> str:
+    """MJCF text of the tree for MuJoCo: the same bodies, joints (a free joint for the base,
+    hinges), masses, centres of mass and full inertias as the symbolic model (tests compare
+    MuJoCo's M and bias forces with ours), a motor per actuated joint (torque limits from the
+    URDF), a sphere of `foot_radius` (m) centred on each foot frame, and a ground plane at z = 0.
+
+    MuJoCo's free joint differs from ours in q and v: its quaternion is (w, x, y, z), and its
+    linear velocity is in the world frame (ours: base frame); see `mujoco_state`.
+    """
+    from xml.sax.saxutils import quoteattr
+
+    children: dict[int, list[int]] = {}
+    for i, b in enumerate(tree.bodies):
+        children.setdefault(b.parent, []).append(i)
+    feet: dict[int, list] = {}
+    for fr in tree.feet:
+        feet.setdefault(fr.body, []).append(fr)
+    lines = [
+        f"<mujoco model={quoteattr(tree.name)}>",
+        '  <compiler angle="radian" inertiafromgeom="false" autolimits="true"/>',
+        f'  <option gravity="0 0 -9.81" timestep="{_f(timestep)}" integrator="implicitfast"/>',
+        "  <worldbody>",
+        f'    <geom name="floor" type="plane" size="0 0 1" friction="{_f(mu)} 0.005 0.0001"/>',
+    ]
+    motors = []
+
+    def emit(i: int, depth: int) -> None:
+        b, pad = tree.bodies[i], "  " * depth
+        R, p = b.placement
+        lines.append(f'{pad}<body name={quoteattr(b.name)} pos="{" ".join(map(_f, p))}" quat="{_quat_wxyz(R)}">')
+        if b.kind == "free":
+            lines.append(f"{pad}  <freejoint name={quoteattr(b.name)}/>")
+        else:
+            lines.append(f'{pad}  <joint name={quoteattr(b.name)} type="hinge" axis="{" ".join(map(_f, b.axis))}"/>')
+            k = tree.joint_names.index(b.name)
+            motors.append(f'    <motor name={quoteattr(b.name)} joint={quoteattr(b.name)} gear="1"'
+                          f' ctrlrange="{_f(-tree.u_max[k])} {_f(tree.u_max[k])}"/>')
+        I = np.array(b.inertia)
+        lines.append(f'{pad}  <inertial pos="{" ".join(map(_f, b.com))}" mass="{_f(b.mass)}" fullinertia="'
+                     f'{_f(I[0, 0])} {_f(I[1, 1])} {_f(I[2, 2])} {_f(I[0, 1])} {_f(I[0, 2])} {_f(I[1, 2])}"/>')
+        for fr in feet.get(i, []):
+            lines.append(f'{pad}  <geom name={quoteattr(fr.name)} type="sphere" size="{_f(foot_radius)}"'
+                         f' pos="{" ".join(map(_f, fr.placement[1]))}" friction="{_f(mu)} 0.005 0.0001" mass="0"/>')
+        for child in children.get(i, []):
+            emit(child, depth + 1)
+        lines.append(f"{pad}</body>")
+
+    for root in children.get(-1, []):
+        emit(root, 2)
+    lines += ["  </worldbody>", "  <actuator>", *motors, "  </actuator>", "</mujoco>"]
+    return "\n".join(lines) + "\n"
+
+
+def mujoco_state(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(qpos, qvel) of MuJoCo for our (q, v): quaternion (x, y, z, w) -> (w, x, y, z), base
+    linear velocity from the base frame to the world frame."""
+    from scipy.spatial.transform import Rotation
+
+    qpos, qvel = np.array(q, dtype=float), np.array(v, dtype=float)
+    x, y, z, w = q[3:7]
+    qpos[3:7] = (w, x, y, z)
+    qvel[0:3] = Rotation.from_quat(q[3:7]).as_matrix() @ v[0:3]
+    return qpos, qvel
