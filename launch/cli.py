@@ -68,6 +68,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .run import run
     from .scenario import load_scenario
 
+    if not args.slowmo > 0:
+        raise ValueError(f"--slowmo must be > 0, got {args.slowmo}")
     sc = load_scenario(args.scenario)
     if args.robot is not None and args.robot != sc.robot:
         sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
@@ -85,6 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run folder: {summary['run_dir']}")
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(outcome_line(summary))
+    if not args.no_animation:
+        animate_run(summary["run_dir"], slowmo=args.slowmo, quiet=args.json)
     if summary.get("plant_violation"):  # the plant left physics: the run ended early, say so loudly
         print(f"error: the plant ended the run: {summary['end_reason']}", file=sys.stderr)
         return 1
@@ -92,6 +96,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: a process of the run failed (exit codes plant, controller: {summary['exit_codes']}); "
               f"see plant.log and controller.log in {summary['run_dir']}", file=sys.stderr)
         return 1
+    return 0
+
+
+def animate_run(run_dir, *, slowmo: float = 1.0, quiet: bool = False) -> bool:
+    """Render RUN_DIR/animation.mp4 after a run (launch/animate.py); a failure is reported on
+    stderr and does not change the run's outcome. Returns whether it was written."""
+    from .animate import render
+
+    try:
+        out = render(run_dir, slowmo=slowmo, progress=not quiet)
+    except Exception as exc:  # noqa: BLE001 - the run is done and logged; the picture is extra
+        print(f"warning: no animation for {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return False
+    if not quiet:
+        print(f"animation: {out['path']} ({out['frames']} frames, rendered in {out['render_s']:.1f} s)")
+    return True
+
+
+def cmd_animate(args: argparse.Namespace) -> int:
+    """Re-render a run folder's animation.mp4."""
+    from .animate import render
+
+    out = render(args.run, fps=args.fps, slowmo=args.slowmo)
+    print(f"animation: {out['path']} ({out['frames']} frames, {out['seconds']:.1f} s of video, "
+          f"rendered in {out['render_s']:.1f} s)")
     return 0
 
 
@@ -202,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="direction of the push: x horizontal (default), z vertical (up)")
     p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    p.add_argument("--no-animation", action="store_true", help="skip RUN_DIR/animation.mp4 (rendered after the run)")
+    p.add_argument("--slowmo", type=float, default=1.0, metavar="F",
+                   help="animation F times slower than real time (default %(default)s)")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser(
         "serve-plant", help="run a plant alone for an outside controller",
@@ -232,6 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
     p.add_argument("--compare", help="a second run folder to put side by side")
     p.set_defaults(func=cmd_profile)
+    p = sub.add_parser("animate", help="render a run folder's animation.mp4 (the robot, contact forces, misses)")
+    p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
+    p.add_argument("--slowmo", type=float, default=1.0, metavar="F", help="F times slower than real time")
+    p.add_argument("--fps", type=int, default=30, help="frames per second of video (default %(default)s)")
+    p.set_defaults(func=cmd_animate)
+
     p = sub.add_parser("keys", help="create CurveZMQ keys (plant + one controller) in a folder")
     p.add_argument("folder")
     p.set_defaults(func=cmd_keys)

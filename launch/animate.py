@@ -1,0 +1,151 @@
+"""`animation.mp4` of a run folder: the robot drawn from its model, replayed from trajectory.npz.
+
+    python -m launch animate RUN_DIR [--slowmo F] [--fps N]
+
+Rendered after the loop, never inside it. The drawing comes from the robot's own definition:
+its MJCF (made from the same model) gives each body's capsules and spheres in the body frame,
+`numeric(model).body_poses(q)` places the bodies, and `contact_points(q)` the feet. Contact
+forces are arrows (1 mm per N, normal and tangential), the ground is the plane z = 0, ticks
+whose command came late (plant_ticks.csv `missed`) turn the time stamp red. Planar robots
+only (a 3D robot has no body_poses of this shape yet); the MPC's predicted horizon is not
+logged, so it is not drawn. Frames are matplotlib (Agg) images piped to the ffmpeg that the
+`imageio-ffmpeg` wheel carries, H.264, real time at `fps` (default 30) divided by `slowmo`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from .runfolder import read_csv, trajectory
+
+FORCE_SCALE_M_PER_N = 1e-3
+
+
+def body_shapes(mjcf: str) -> dict[str, list[tuple]]:
+    """Per body name, its drawable geoms in the body frame (x, z): ("capsule", x0, z0, x1, z1,
+    radius) and ("sphere", x, z, radius), read from the model's planar MJCF."""
+    shapes: dict[str, list[tuple]] = {}
+    for body in ET.fromstring(mjcf).iter("body"):
+        own = shapes.setdefault(body.get("name"), [])
+        for g in body.findall("geom"):
+            size = [float(s) for s in g.get("size", "0.01").split()]
+            if g.get("type") == "capsule" and g.get("fromto"):
+                x0, _, z0, x1, _, z1 = (float(s) for s in g.get("fromto").split())
+                own.append(("capsule", x0, z0, x1, z1, size[0]))
+            elif g.get("type") == "sphere":
+                x, _, z = (float(s) for s in g.get("pos", "0 0 0").split())
+                own.append(("sphere", x, z, size[0]))
+    return shapes
+
+
+def _world(pose: np.ndarray, x: float, z: float) -> tuple[float, float]:
+    """Body-frame point (x, z) in the world for a body pose (origin x, origin z, pitch)."""
+    c, s = math.cos(pose[2]), math.sin(pose[2])
+    return pose[0] + c * x + s * z, pose[1] - s * x + c * z
+
+
+def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] = (1280, 720),
+           progress: bool = True) -> dict:
+    """Write folder/animation.mp4; returns {"path", "frames", "seconds", "render_s"}."""
+    import imageio_ffmpeg
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle
+
+    from robots import get_robot, numeric
+
+    folder = Path(folder)
+    if not (folder / "trajectory.npz").exists():
+        raise ValueError(f"{folder} is not a run folder (no trajectory.npz); runs are under runs/")
+    if not (fps > 0 and slowmo > 0):
+        raise ValueError(f"fps and slowmo must be > 0, got {fps}, {slowmo}")
+    t_start = time.perf_counter()
+    scenario = json.loads((folder / "scenario.json").read_text())
+    model = get_robot(scenario["robot"])
+    fns = numeric(model, verbose=False)
+    traj = trajectory(folder)
+    t, q = traj["t"], traj["q"]
+    if len(t) == 0:
+        raise ValueError(f"{folder}: the trajectory is empty")
+    if not model.body_names:
+        raise ValueError(f"{model.name}: the model has no bodies to draw")
+    force = traj.get("force", np.zeros((len(t), model.nc, 2)))
+    missed = read_csv(folder / "plant_ticks.csv").get("missed", np.zeros(len(t))) if \
+        (folder / "plant_ticks.csv").exists() else np.zeros(len(t))
+    shapes = body_shapes(model.mjcf)
+    frame_times = np.arange(t[0], t[-1] + 1e-12, 1.0 / (fps * slowmo))  # slowmo F: F video s per sim s
+    idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
+
+    # the camera follows the base; the view spans the robot's size
+    poses0 = fns.body_poses(q[0])
+    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([poses0[:, :2], fns.contact_points(q[0])]), axis=0).max()))
+    w, h = size
+    fig = plt.figure(figsize=(w / 100, h / 100), dpi=100)
+    ax = fig.add_axes([0.05, 0.07, 0.9, 0.88])
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("z (m)")
+    ax.axhline(0.0, color="0.3", lw=2)
+    ax.axhspan(-1.0, 0.0, color="0.85")
+    n_caps = sum(1 for g in shapes.values() for s in g if s[0] == "capsule")
+    capsules = [ax.plot([], [], "-", color="tab:blue", lw=4, solid_capstyle="round")[0] for _ in range(n_caps)]
+    spheres = [Circle((0, 0), s[3], color="tab:orange") for g in shapes.values() for s in g if s[0] == "sphere"]
+    for c in spheres:
+        ax.add_patch(c)
+    joints = ax.plot([], [], "o", color="k", ms=4)[0]
+    arrows = [ax.plot([], [], "-", color="tab:red", lw=2)[0] for _ in range(model.nc)]
+    stamp = ax.text(0.02, 0.95, "", transform=ax.transAxes, fontsize=14, va="top", family="monospace")
+    ax.set_title(f"{scenario.get('name', '')}: {model.name} on {scenario.get('plant', '')}, "
+                 f"{scenario.get('controller', '')}" + (f" (x{1 / slowmo:g} speed)" if slowmo != 1.0 else ""))
+    out = folder / "animation.mp4"
+    writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", macro_block_size=8,
+                                         quality=6)
+    writer.send(None)
+    body_index = {n: i for i, n in enumerate(model.body_names)}
+    last_print = 0.0
+    for k, i in enumerate(idx):
+        poses = fns.body_poses(q[i])
+        c_i = s_i = 0
+        origins = []
+        for name, geoms in shapes.items():
+            if name not in body_index:
+                continue
+            pose = poses[body_index[name]]
+            origins.append(pose[:2])
+            for g in geoms:
+                if g[0] == "capsule":
+                    (x0, z0), (x1, z1) = _world(pose, g[1], g[2]), _world(pose, g[3], g[4])
+                    capsules[c_i].set_data([x0, x1], [z0, z1])
+                    c_i += 1
+                else:
+                    spheres[s_i].center = _world(pose, g[1], g[2])
+                    s_i += 1
+        o = np.array(origins)
+        joints.set_data(o[:, 0], o[:, 1])
+        feet = fns.contact_points(q[i])
+        for c in range(model.nc):
+            fn, ft = force[i, c]
+            arrows[c].set_data([feet[c, 0], feet[c, 0] + FORCE_SCALE_M_PER_N * ft],
+                               [feet[c, 1], feet[c, 1] + FORCE_SCALE_M_PER_N * fn])
+        cx = float(poses[0, 0])
+        ax.set_xlim(cx - extent * w / h / 2, cx + extent * w / h / 2)
+        ax.set_ylim(-0.1 * extent, 0.9 * extent)
+        late = bool(missed[max(0, i - 10): i + 1].any())  # a late command in the last 10 ticks
+        stamp.set_text(f"t = {t[i]:6.3f} s" + ("   deadline missed" if late else ""))
+        stamp.set_color("red" if late else "black")
+        fig.canvas.draw()
+        writer.send(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].tobytes())
+        if progress and time.perf_counter() - last_print > 1.0:
+            last_print = time.perf_counter()
+            print(f"animation: frame {k + 1}/{len(idx)}", flush=True)
+    writer.close()
+    plt.close(fig)
+    return {"path": str(out), "frames": int(len(idx)), "seconds": float(len(idx) / fps),
+            "render_s": time.perf_counter() - t_start}
