@@ -109,6 +109,11 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
                                          quality=6)
     writer.send(None)
     body_index = {n: i for i, n in enumerate(model.body_names)}
+    moving = [*capsules, *spheres, joints, *arrows, stamp]
+    for a in moving:  # drawn over a cached background (blitting): axes and ticks only on a new page
+        a.set_animated(True)
+    width = extent * w / h
+    page, background = None, None
     last_print = 0.0
     for k, i in enumerate(idx):
         poses = fns.body_poses(q[i])
@@ -134,13 +139,20 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
             fn, ft = force[i, c]
             arrows[c].set_data([feet[c, 0], feet[c, 0] + FORCE_SCALE_M_PER_N * ft],
                                [feet[c, 1], feet[c, 1] + FORCE_SCALE_M_PER_N * fn])
+        # the camera pages: it moves by 60 % of the view when the base leaves the middle 60 %
         cx = float(poses[0, 0])
-        ax.set_xlim(cx - extent * w / h / 2, cx + extent * w / h / 2)
-        ax.set_ylim(-0.1 * extent, 0.9 * extent)
+        if page is None or abs(cx - page) > 0.3 * width:
+            page = cx
+            ax.set_xlim(page - width / 2, page + width / 2)
+            ax.set_ylim(-0.1 * extent, 0.9 * extent)
+            fig.canvas.draw()
+            background = fig.canvas.copy_from_bbox(fig.bbox)
         late = bool(missed[max(0, i - 10): i + 1].any())  # a late command in the last 10 ticks
         stamp.set_text(f"t = {t[i]:6.3f} s" + ("   deadline missed" if late else ""))
         stamp.set_color("red" if late else "black")
-        fig.canvas.draw()
+        fig.canvas.restore_region(background)
+        for a in moving:
+            ax.draw_artist(a)
         writer.send(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].tobytes())
         if progress and time.perf_counter() - last_print > 1.0:
             last_print = time.perf_counter()
