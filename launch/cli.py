@@ -87,8 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run folder: {summary['run_dir']}")
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(outcome_line(summary))
-    if not args.no_animation:
-        animate_run(summary["run_dir"], slowmo=args.slowmo, quiet=args.json)
+    after_run(summary["run_dir"], animation=not args.no_animation, slowmo=args.slowmo, quiet=args.json)
     if summary.get("plant_violation"):  # the plant left physics: the run ended early, say so loudly
         print(f"error: the plant ended the run: {summary['end_reason']}", file=sys.stderr)
         return 1
@@ -99,19 +98,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def animate_run(run_dir, *, slowmo: float = 1.0, quiet: bool = False) -> bool:
-    """Render RUN_DIR/animation.mp4 after a run (launch/animate.py); a failure is reported on
-    stderr and does not change the run's outcome. Returns whether it was written."""
+def after_run(run_dir, *, animation: bool = True, slowmo: float = 1.0, quiet: bool = False) -> list[str]:
+    """Write RUN_DIR/run.mcap (launch/mcap_log.py) and, unless told not to, animation.mp4
+    (launch/animate.py) after a run. A failure is reported on stderr and does not change the
+    run's outcome. Returns the names of the files written."""
     from .animate import render
+    from .mcap_log import write_mcap
 
-    try:
-        out = render(run_dir, slowmo=slowmo, progress=not quiet)
-    except Exception as exc:  # noqa: BLE001 - the run is done and logged; the picture is extra
-        print(f"warning: no animation for {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return False
-    if not quiet:
-        print(f"animation: {out['path']} ({out['frames']} frames, rendered in {out['render_s']:.1f} s)")
-    return True
+    written = []
+    for name, make in (("run.mcap", lambda: write_mcap(run_dir)),
+                       ("animation.mp4", lambda: render(run_dir, slowmo=slowmo, progress=not quiet))):
+        if name == "animation.mp4" and not animation:
+            continue
+        try:
+            out = make()
+        except Exception as exc:  # noqa: BLE001 - the run is done and logged; these are extras
+            print(f"warning: no {name} for {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        written.append(name)
+        if not quiet and name == "animation.mp4":
+            print(f"animation: {out['path']} ({out['frames']} frames, rendered in {out['render_s']:.1f} s)")
+    return written
+
+
+def cmd_mcap(args: argparse.Namespace) -> int:
+    """Re-write a run folder's run.mcap."""
+    from .mcap_log import write_mcap
+
+    out = write_mcap(args.run)
+    print(f"run.mcap: {out['path']} ({out['ticks']} ticks on {', '.join(out['channels'])})")
+    return 0
 
 
 def cmd_animate(args: argparse.Namespace) -> int:
@@ -269,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F", help="F times slower than real time")
     p.add_argument("--fps", type=int, default=30, help="frames per second of video (default %(default)s)")
     p.set_defaults(func=cmd_animate)
+
+    p = sub.add_parser("mcap", help="write a run folder's run.mcap (for Foxglove): poses, joints, contacts, timing")
+    p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
+    p.set_defaults(func=cmd_mcap)
 
     p = sub.add_parser("keys", help="create CurveZMQ keys (plant + one controller) in a folder")
     p.add_argument("folder")

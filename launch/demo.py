@@ -31,11 +31,11 @@ def run_demo() -> int:
     con.print(outcome_line(summary))
     con.print(f"apex height {_fmt(summary['apex_height_m'])} m, forward speed {_fmt(summary['vx_mps'])} m/s, "
               f"solve p99 {summary['solve_ms']['p99']:.2f} ms")
-    from .cli import animate_run
+    from .cli import after_run
 
-    animated = animate_run(folder, quiet=True)
+    extras = after_run(folder, quiet=True)
     con.print(f"run folder: {folder}  (summary.json, plant_ticks.csv, controller_ticks.csv, trajectory.npz, "
-              "trajectory.png, latency.png, phases.png" + (", animation.mp4)" if animated else ")"))
+              "trajectory.png, latency.png, phases.png" + "".join(f", {x}" for x in extras) + ")")
     con.print(f"[bold]Ran:[/] {scenario.plant.upper()} plant + contact-implicit MPC ({scenario.controller}) over the bridge.")
     return 0 if not summary["fell"] and summary["misses"] == 0 else 1
 

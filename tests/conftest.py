@@ -1,6 +1,8 @@
 """Shared fixtures: robots and their compiled functions, built once per test session."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -19,3 +21,26 @@ def random_state(model, rng: np.random.Generator, scale: float = 0.6) -> tuple[n
     q = model.q0 + rng.normal(scale=scale, size=model.nq)
     v = rng.normal(scale=1.0, size=model.nv)
     return q, v
+
+
+@pytest.fixture()
+def synthetic_run(tmp_path):
+    """A run folder (the files launch/runfolder.py reads) with 1 s of the hopper moving forward and
+    swinging its hip, a late tick at 0.5 s."""
+    model = get_robot("hopper")
+    t = np.arange(0.0, 1.0 + 1e-9, 0.01)
+    q = np.tile(model.q0, (len(t), 1))
+    q[:, 0] = 0.5 * t
+    q[:, 2] += 0.4 * np.sin(2 * np.pi * t)
+    force = np.zeros((len(t), model.nc, 2))
+    force[:, 0, 0] = 60.0
+    np.savez(tmp_path / "trajectory.npz", t=t, q=q, v=np.zeros_like(q), tau=np.zeros((len(t), model.nu)),
+             contact=np.ones((len(t), model.nc), bool), force=force, q_names=np.array(model.q_names),
+             u_names=np.array(model.u_names))
+    (tmp_path / "scenario.json").write_text(json.dumps({"name": "synthetic", "robot": "hopper", "plant": "ess",
+                                                        "controller": "pd"}))
+    missed = np.zeros(len(t), int)
+    missed[50] = 1
+    rows = "\n".join(f"{k},{m}" for k, m in enumerate(missed))
+    (tmp_path / "plant_ticks.csv").write_text("tick,missed\n" + rows + "\n")
+    return tmp_path

@@ -153,7 +153,8 @@ def test_shell_steps(step, tmp_path, biped):
                 summary = json.loads((folder / "summary.json").read_text())
                 scenario = json.loads((folder / "scenario.json").read_text())
                 assert summary["exit_codes"] == [0, 0] and not summary["fell"], summary
-                assert (folder / "animation.mp4").stat().st_size > 0  # rendered after every CLI run
+                assert (folder / "animation.mp4").stat().st_size > 0  # written after every CLI run
+                assert (folder / "run.mcap").stat().st_size > 0
                 assert "my_biped" in scenario["robot"]
                 standing = scenario["controller"] == "pd" or scenario["controller_options"].get("stand", False)
                 check_trajectory(folder, biped, duration_s=scenario["duration_s"], standing=standing, what=line)

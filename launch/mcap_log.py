@@ -1,0 +1,127 @@
+"""`run.mcap` of a run folder: the run's logs as an MCAP file that Foxglove opens.
+
+    python -m launch mcap RUN_DIR          (launch run and make demo write it after every run)
+
+Written after the loop from the run folder's files (trajectory.npz, plant_ticks.csv,
+controller_ticks.csv), never inside it. JSON messages with JSON schemas, one message per tick
+on each channel, logged at the plant's wall clock of that tick (plant_ticks.csv `wall_ns`; the
+simulated time is in every message as `t`):
+
+- `/tf` (foxglove.FrameTransforms): the pose of every body of the robot in the frame `world`
+  (planar robots: x, z and the pitch about y), so Foxglove's 3D panel shows the robot's frames;
+- `/joint_states`: names, positions (m or rad), velocities, applied efforts (N or N m);
+- `/contacts`: per contact its flag and its normal and tangential forces (N);
+- `/timing`: the tick's command latency and jitter (us), status and miss flag, and the
+  controller's tick and solve times (ms).
+The `mcap` package writes it; the same package reads it back (tests/test_mcap_log.py).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .runfolder import read_csv, trajectory
+
+_VEC3 = {"type": "object", "properties": {k: {"type": "number"} for k in "xyz"}}
+_QUAT = {"type": "object", "properties": {k: {"type": "number"} for k in "xyzw"}}
+_TIME = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}}
+_NUMBERS = {"type": "array", "items": {"type": "number"}}
+_NAMES = {"type": "array", "items": {"type": "string"}}
+SCHEMAS = {
+    "/tf": ("foxglove.FrameTransforms", {
+        "type": "object", "properties": {"transforms": {"type": "array", "items": {
+            "type": "object", "properties": {"timestamp": _TIME, "parent_frame_id": {"type": "string"},
+                                             "child_frame_id": {"type": "string"}, "translation": _VEC3,
+                                             "rotation": _QUAT}}}}}),
+    "/joint_states": ("legmpc.JointStates", {
+        "type": "object", "properties": {"t": {"type": "number"}, "name": _NAMES, "position": _NUMBERS,
+                                         "velocity": _NUMBERS, "effort": _NUMBERS}}),
+    "/contacts": ("legmpc.Contacts", {
+        "type": "object", "properties": {"t": {"type": "number"}, "name": _NAMES,
+                                         "in_contact": {"type": "array", "items": {"type": "boolean"}},
+                                         "normal_N": _NUMBERS, "tangential_N": _NUMBERS}}),
+    "/timing": ("legmpc.Timing", {
+        "type": "object", "properties": {"tick": {"type": "integer"}, "t": {"type": "number"},
+                                         "latency_us": {"type": "number"}, "jitter_us": {"type": "number"},
+                                         "status": {"type": "string"}, "missed": {"type": "boolean"},
+                                         "controller_tick_ms": {"type": "number"},
+                                         "solve_ms": {"type": "number"}}}),
+}
+
+
+def _num(x) -> float | None:
+    """A JSON number, or None for NaN / missing."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _at(table: dict, name: str, k: int):
+    """Row k of a CSV column, or None when the column or the row is missing."""
+    column = table.get(name)
+    return column[k] if column is not None and k < len(column) else None
+
+
+def write_mcap(folder: Path) -> dict:
+    """Write folder/run.mcap; returns {"path", "ticks", "channels"}."""
+    from mcap.writer import Writer
+
+    from robots import get_robot, numeric
+
+    folder = Path(folder)
+    if not (folder / "trajectory.npz").exists():
+        raise ValueError(f"{folder} is not a run folder (no trajectory.npz); runs are under runs/")
+    scenario = json.loads((folder / "scenario.json").read_text())
+    model = get_robot(scenario["robot"])
+    fns = numeric(model, verbose=False)
+    traj = trajectory(folder)
+    plant, ctrl = read_csv(folder / "plant_ticks.csv"), read_csv(folder / "controller_ticks.csv")
+    n = len(traj["t"])
+    first_wall = _num(_at(plant, "wall_ns", 0))
+    t0_ns = int(first_wall) if first_wall else 0
+    force = traj.get("force", np.zeros((n, model.nc, 2)))
+    contact = traj.get("contact", np.zeros((n, model.nc), bool))
+    joint_idx = [model.q_names.index(u) if u in model.q_names else None for u in model.u_names]
+    out = folder / "run.mcap"
+    with open(out, "wb") as f:
+        writer = Writer(f)
+        writer.start(profile="", library="legmpc")
+        channels = {}
+        for topic, (name, schema) in SCHEMAS.items():
+            sid = writer.register_schema(name=name, encoding="jsonschema", data=json.dumps(schema).encode())
+            channels[topic] = writer.register_channel(topic=topic, message_encoding="json", schema_id=sid)
+        for k in range(n):
+            t = float(traj["t"][k])
+            wall = _num(_at(plant, "wall_ns", k))
+            stamp = int(wall) if wall else t0_ns + int(t * 1e9)
+            q, v = traj["q"][k], traj["v"][k]
+            poses = fns.body_poses(q)
+            transforms = [{"timestamp": {"sec": stamp // 10**9, "nsec": stamp % 10**9}, "parent_frame_id": "world",
+                           "child_frame_id": body, "translation": {"x": float(p[0]), "y": 0.0, "z": float(p[1])},
+                           "rotation": {"x": 0.0, "y": math.sin(p[2] / 2), "z": 0.0, "w": math.cos(p[2] / 2)}}
+                          for body, p in zip(model.body_names, poses)]
+            tau = traj["tau"][k]
+            messages = {
+                "/tf": {"transforms": transforms},
+                "/joint_states": {"t": t, "name": list(model.u_names),
+                                  "position": [_num(q[j]) if j is not None else None for j in joint_idx],
+                                  "velocity": [_num(v[j]) if j is not None else None for j in joint_idx],
+                                  "effort": [_num(x) for x in tau]},
+                "/contacts": {"t": t, "name": [c.name for c in model.contacts],
+                              "in_contact": [bool(c) for c in contact[k]],
+                              "normal_N": [_num(x) for x in force[k, :, 0]],
+                              "tangential_N": [_num(x) for x in force[k, :, 1]]},
+                "/timing": {"tick": k, "t": t, "latency_us": _num(_at(plant, "latency_us", k)),
+                            "jitter_us": _num(_at(plant, "jitter_us", k)), "status": str(_at(plant, "status", k) or ""),
+                            "missed": bool((_num(_at(plant, "missed", k)) or 0) > 0),
+                            "controller_tick_ms": _num(_at(ctrl, "tick_ms", k)), "solve_ms": _num(_at(ctrl, "solve_ms", k))},
+            }
+            for topic, msg in messages.items():
+                writer.add_message(channels[topic], log_time=stamp, publish_time=stamp, sequence=k,
+                                   data=json.dumps(msg).encode())
+        writer.finish()
+    return {"path": str(out), "ticks": n, "channels": sorted(SCHEMAS)}
