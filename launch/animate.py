@@ -13,7 +13,6 @@ logged, so it is not drawn. Frames are matplotlib (Agg) images piped to the ffmp
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 import xml.etree.ElementTree as ET
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import read_csv, trajectory
+from .runfolder import read_csv, run_robot, trajectory
 
 FORCE_SCALE_M_PER_N = 1e-3
 
@@ -59,16 +58,13 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     import matplotlib.pyplot as plt
     from matplotlib.patches import Circle
 
-    from robots import get_robot, numeric
+    from robots import numeric
 
     folder = Path(folder)
-    if not (folder / "trajectory.npz").exists():
-        raise ValueError(f"{folder} is not a run folder (no trajectory.npz); runs are under runs/")
     if not (fps > 0 and slowmo > 0):
         raise ValueError(f"fps and slowmo must be > 0, got {fps}, {slowmo}")
     t_start = time.perf_counter()
-    scenario = json.loads((folder / "scenario.json").read_text())
-    model = get_robot(scenario["robot"])
+    scenario, model = run_robot(folder)
     fns = numeric(model, verbose=False)
     traj = trajectory(folder)
     t, q = traj["t"], traj["q"]

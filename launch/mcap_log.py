@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import read_csv, trajectory
+from .runfolder import read_csv, run_robot, trajectory
 
 _VEC3 = {"type": "object", "properties": {k: {"type": "number"} for k in "xyz"}}
 _QUAT = {"type": "object", "properties": {k: {"type": "number"} for k in "xyzw"}}
@@ -70,13 +70,10 @@ def write_mcap(folder: Path) -> dict:
     """Write folder/run.mcap; returns {"path", "ticks", "channels"}."""
     from mcap.writer import Writer
 
-    from robots import get_robot, numeric
+    from robots import numeric
 
     folder = Path(folder)
-    if not (folder / "trajectory.npz").exists():
-        raise ValueError(f"{folder} is not a run folder (no trajectory.npz); runs are under runs/")
-    scenario = json.loads((folder / "scenario.json").read_text())
-    model = get_robot(scenario["robot"])
+    _, model = run_robot(folder)
     fns = numeric(model, verbose=False)
     traj = trajectory(folder)
     plant, ctrl = read_csv(folder / "plant_ticks.csv"), read_csv(folder / "controller_ticks.csv")

@@ -61,6 +61,29 @@ def latency_table(folder: Path) -> dict:
     }
 
 
+def run_robot(folder: Path):
+    """(scenario dict, RobotModel) of a run folder, checked against its trajectory.npz; a
+    ValueError says what is missing or inconsistent."""
+    from robots import get_robot
+
+    folder = Path(folder)
+    for name in ("trajectory.npz", "scenario.json"):
+        if not (folder / name).exists():
+            raise ValueError(f"{folder} is not a run folder (no {name}); runs are under runs/")
+    try:
+        scenario = json.loads((folder / "scenario.json").read_text())
+        robot = scenario["robot"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{folder}/scenario.json is not a scenario with a robot ({exc})") from None
+    model = get_robot(robot)
+    with np.load(folder / "trajectory.npz") as data:
+        width = data["q"].shape[1] if data["q"].ndim == 2 else -1
+    if width != model.nq:
+        raise ValueError(f"{folder}: trajectory.npz has {width} coordinates per row, robot {model.name} has "
+                         f"{model.nq}: the folder's files are not from one run")
+    return scenario, model
+
+
 def trajectory(folder: Path) -> dict[str, np.ndarray]:
     """The logged trajectory (t, q, v, tau, contact, force, q_names, u_names)."""
     with np.load(folder / "trajectory.npz") as data:

@@ -46,3 +46,9 @@ def test_bad_input_is_refused(tmp_path, synthetic_run):
         render(tmp_path / "nothing")
     with pytest.raises(ValueError, match="slowmo"):
         render(synthetic_run, slowmo=0.0)
+    (synthetic_run / "scenario.json").write_text('{"robot": "quadruped"}')
+    with pytest.raises(ValueError, match="not from one run"):
+        render(synthetic_run)
+    (synthetic_run / "scenario.json").unlink()
+    with pytest.raises(ValueError, match="no scenario.json"):
+        render(synthetic_run)
