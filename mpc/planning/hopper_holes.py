@@ -170,8 +170,9 @@ def foot_coordinates(model: RobotModel) -> tuple[ca.SX, ca.SX, ca.Function, ca.F
     collocation does not preserve a nonlinear invariant, the two cannot hold together exactly
     while the robot moves. In q_f the gap is linear (q_f[1]) and the normal/tangent directions
     are constant, so c2 = 0 at the stage points implies c1 = 0 there, as for the particle of
-    Example 5. (Measured, docs/PLANNING.md session 11: this removes the horizon-wide
-    inconsistency, but the homotopy still stalls near 1e-4 for other, local reasons.)
+    Example 5. (Measured, docs/history/PLANNING-sessions.md, session 11: this removes the
+    horizon-wide inconsistency, but the homotopy still stalls near 1e-4 for other, local
+    reasons.)
     The foot is the base position plus a function of the joint angles only, so q(q_f) is
     explicit. Returns (q_f symbol, q(q_f), Function (q_f, v_f) -> (q, v), Function (q, v) -> (q_f, v_f)).
     """

@@ -40,7 +40,8 @@ class PlannerOptions:
         h_max: if set, the upper bound of every finite element length in units of h0 (the
             nominal length, interval / n_fe), replacing 1 + gamma_h; at most n_fe (a whole
             interval). An interval whose active set changes twice holds three phases; if two
-            of them are short, the third needs more than 2 h0 (docs/PLANNING.md, session 12).
+            of them are short, the third needs more than 2 h0 (docs/history/PLANNING-sessions.md,
+            session 12).
         rho_h: weight of the step-equilibration penalty (FESD heuristic), 1/s^2.
         step_equilibration: "delta" (h_k vs h_(k-1) in the same interval), "mean" (h_k vs h0)
             or "relaxed" (delta, switched off where the complementarity indicator says a switch
