@@ -16,6 +16,9 @@ The equations of motion are M(q) dv/dt + h(q, v) = tau + sum_k J_k(q)^T f_k, wit
 (0_6, joint torques). `inverse_dynamics` is the recursive Newton-Euler algorithm (Featherstone,
 Rigid Body Dynamics Algorithms, 2008, Table 5.1); M is its exact Jacobian in the
 accelerations (CasADi's, sharing the expression graph) and h its value at zero acceleration.
+`integrate(q, v, dt)` is q (+) v dt on the configuration manifold (SE(3) exponential for the
+base, unit quaternion kept), as pinocchio's `integrate`: plants integrate with it, never with
+Euler angles.
 """
 from __future__ import annotations
 
@@ -211,3 +214,39 @@ def build_dynamics(bodies: list[Body], frames: list[Frame], nq: int, nv: int, gr
         fpos[fr.name] = ca.Function(f"p_{fr.name}", [q], [pos])
         fjac[fr.name] = ca.Function(f"J_{fr.name}", [q], [ca.jacobian(vel, v)])
     return Dynamics(M, h, fpos, fjac)
+
+
+def _quat_mul(a, b):
+    """Hamilton product of quaternions (x, y, z, w)."""
+    ax, ay, az, aw = a[0], a[1], a[2], a[3]
+    bx, by, bz, bw = b[0], b[1], b[2], b[3]
+    return ca.vertcat(aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                      aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+
+
+def _so3_exp(w):
+    """Quaternion (x, y, z, w) of the rotation exp([w]x), smooth at w = 0 (Taylor terms there)."""
+    th2 = ca.dot(w, w)
+    th = ca.sqrt(th2 + 1e-300)
+    small = th2 < 1e-12
+    half_sinc = ca.if_else(small, 0.5 - th2 / 48.0, ca.sin(th / 2) / th)
+    return ca.vertcat(half_sinc * w, ca.if_else(small, 1.0 - th2 / 8.0, ca.cos(th / 2)))
+
+
+def integrate(q, v, dt):
+    """q (+) v dt on the configuration manifold of a floating-base tree: the base moves along
+    the constant body twist (v_lin, w) for dt (the SE(3) exponential, as pinocchio's
+    `integrate`), the joints by v dt; the quaternion stays unit. CasADi or numeric in, CasADi out."""
+    q, v = ca.DM(q) if isinstance(q, np.ndarray) else q, ca.DM(v) if isinstance(v, np.ndarray) else v
+    lin, w = v[0:3] * dt, v[3:6] * dt
+    th2 = ca.dot(w, w)
+    th = ca.sqrt(th2 + 1e-300)
+    small = th2 < 1e-12
+    # V(w) = I + (1 - cos th)/th^2 [w]x + (th - sin th)/th^3 [w]x^2, the SE(3) exponential's left Jacobian
+    a = ca.if_else(small, 0.5 - th2 / 24.0, (1 - ca.cos(th)) / (th2 + 1e-300))
+    b = ca.if_else(small, 1.0 / 6.0 - th2 / 120.0, (th - ca.sin(th)) / (th2 * th + 1e-300))
+    W = ca.skew(w)
+    step = (ca.DM.eye(3) + a * W + b * (W @ W)) @ lin
+    R = quat_to_rot(q[3:7])
+    quat = _quat_mul(q[3:7], _so3_exp(w))
+    return ca.vertcat(q[0:3] + R @ step, quat / ca.norm_2(quat), q[7:] + v[6:] * dt)
