@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import zmq
 
 from . import protocol as P
@@ -80,6 +81,8 @@ class ControllerClient:
             dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
             prepare = getattr(self.controller, "prepare", None)
             tick_info = getattr(self.controller, "tick_info", None)
+            predicted = getattr(self.controller, "predicted_q", None)
+            horizons: dict[int, np.ndarray] = {}
             last_flush = time.monotonic()
             last_heard = time.monotonic()
             heard_any = False
@@ -126,6 +129,10 @@ class ControllerClient:
                        **{f"{k}_ms": v * 1e3 for k, v in phases.items()}}
                 if tick_info is not None:
                     row.update(tick_info())
+                if predicted is not None and o.log_dir:  # the plan of this tick, for the animation
+                    plan = predicted()
+                    if plan is not None:
+                        horizons[msg.seq] = plan
                 self.rows.append(row)
                 if log_file is not None:
                     if writer is None:
@@ -145,4 +152,12 @@ class ControllerClient:
                    "reason": "plant stopped responding" if self.exit_code == EXIT_PLANT_SILENT else "run ended"}
         if o.log_dir:
             (Path(o.log_dir) / "controller_summary.json").write_text(json.dumps(summary, indent=1))
+            if horizons:  # predicted q per tick (ticks x stages x nq; nan where a tick had none)
+                ticks = max(horizons) + 1
+                shape = next(iter(horizons.values())).shape
+                stack = np.full((ticks, *shape), np.nan)
+                for k, plan in horizons.items():
+                    if plan.shape == shape:
+                        stack[k] = plan
+                np.savez(Path(o.log_dir) / "controller_horizon.npz", q=stack)
         return summary

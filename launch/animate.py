@@ -6,9 +6,11 @@ Rendered after the loop, never inside it. The drawing comes from the robot's own
 its MJCF (made from the same model) gives each body's capsules and spheres in the body frame,
 `numeric(model).body_poses(q)` places the bodies, and `contact_points(q)` the feet. Contact
 forces are arrows (1 mm per N, normal and tangential), the ground is the plane z = 0, ticks
-whose command came late (plant_ticks.csv `missed`) turn the time stamp red. Planar robots
-only (a 3D robot has no body_poses of this shape yet); the MPC's predicted horizon is not
-logged, so it is not drawn. Frames are matplotlib (Agg) images piped to the ffmpeg that the
+whose command came late (plant_ticks.csv `missed`) turn the time stamp red, and the MPC's plan
+of that tick (controller_horizon.npz, written by the controller client) is drawn as faded
+ghosts at a third, two thirds and the end of its horizon. Planar robots only (a 3D robot has
+no body_poses of this shape yet); the holes of a plan are not drawn (the plant's ground is
+flat). Frames are matplotlib (Agg) images piped to the ffmpeg that the
 `imageio-ffmpeg` wheel carries, H.264, real time at `fps` (default 30) divided by `slowmo`.
 """
 from __future__ import annotations
@@ -48,6 +50,20 @@ def _world(pose: np.ndarray, x: float, z: float) -> tuple[float, float]:
     return pose[0] + c * x + s * z, pose[1] - s * x + c * z
 
 
+def _place_capsules(lines: list, shapes: dict, body_index: dict, poses: np.ndarray) -> None:
+    """Set `lines` (one per capsule, in shapes' order) to the capsules at body `poses`."""
+    k = 0
+    for name, geoms in shapes.items():
+        if name not in body_index:
+            continue
+        pose = poses[body_index[name]]
+        for g in geoms:
+            if g[0] == "capsule":
+                (x0, z0), (x1, z1) = _world(pose, g[1], g[2]), _world(pose, g[3], g[4])
+                lines[k].set_data([x0, x1], [z0, z1])
+                k += 1
+
+
 def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] = (1280, 720),
            progress: bool = True) -> dict:
     """Write folder/animation.mp4; returns {"path", "frames", "seconds", "render_s"}."""
@@ -76,6 +92,12 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     missed = read_csv(folder / "plant_ticks.csv").get("missed", np.zeros(len(t))) if \
         (folder / "plant_ticks.csv").exists() else np.zeros(len(t))
     shapes = body_shapes(model.mjcf)
+    horizon = None  # the MPC's predicted q per tick (controller_horizon.npz), drawn as ghosts
+    if (folder / "controller_horizon.npz").exists():
+        with np.load(folder / "controller_horizon.npz") as data:
+            horizon = data["q"] if data["q"].ndim == 3 and data["q"].shape[2] == model.nq else None
+    ghost_stages = [] if horizon is None else sorted({horizon.shape[1] // 3, 2 * horizon.shape[1] // 3,
+                                                      horizon.shape[1] - 1})
     frame_times = np.arange(t[0], t[-1] + 1e-12, 1.0 / (fps * slowmo))  # slowmo F: F video s per sim s
     idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
 
@@ -95,6 +117,8 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     spheres = [Circle((0, 0), s[3], color="tab:orange") for g in shapes.values() for s in g if s[0] == "sphere"]
     for c in spheres:
         ax.add_patch(c)
+    ghosts = [[ax.plot([], [], "-", color="tab:blue", lw=3, alpha=0.12 + 0.1 * g, solid_capstyle="round")[0]
+               for _ in range(n_caps)] for g in range(len(ghost_stages))]
     joints = ax.plot([], [], "o", color="k", ms=4)[0]
     arrows = [ax.plot([], [], "-", color="tab:red", lw=2)[0] for _ in range(model.nc)]
     stamp = ax.text(0.02, 0.95, "", transform=ax.transAxes, fontsize=14, va="top", family="monospace")
@@ -105,7 +129,7 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
                                          quality=6)
     writer.send(None)
     body_index = {n: i for i, n in enumerate(model.body_names)}
-    moving = [*capsules, *spheres, joints, *arrows, stamp]
+    moving = [*(a for g in ghosts for a in g), *capsules, *spheres, joints, *arrows, stamp]
     for a in moving:  # drawn over a cached background (blitting): axes and ticks only on a new page
         a.set_animated(True)
     width = extent * w / h
@@ -130,6 +154,13 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
                     s_i += 1
         o = np.array(origins)
         joints.set_data(o[:, 0], o[:, 1])
+        for g, stage in enumerate(ghost_stages):  # the plan made from this state: STATE i + 1 carried it
+            plan_q = horizon[min(i + 1, len(horizon) - 1), stage]
+            visible = bool(np.isfinite(plan_q).all())
+            if visible:
+                _place_capsules(ghosts[g], shapes, body_index, fns.body_poses(plan_q))
+            for line in ghosts[g]:
+                line.set_visible(visible)
         feet = fns.contact_points(q[i])
         for c in range(model.nc):
             fn, ft = force[i, c]

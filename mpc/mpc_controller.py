@@ -310,6 +310,11 @@ class ContactMpc:
         """Non-time per-tick record: solver status, iterations, deadline, slack, missed, planned touchdown."""
         return dict(self._info)
 
+    def predicted_q(self) -> np.ndarray | None:
+        """The configurations (stages x nq; m, rad) of this tick's plan, None after a failed QP
+        (the run folder's controller_horizon.npz; the animation draws them as a ghost)."""
+        return self._plan_x[:, : self.model.nq].copy() if self._tick_ok and self._plan_x is not None else None
+
 
 def plan_joint_limits(model: RobotModel):
     """(indices in q, lower, upper) of the joint ranges (rad) the offline planner kept the

@@ -52,3 +52,16 @@ def test_bad_input_is_refused(tmp_path, synthetic_run):
     (synthetic_run / "scenario.json").unlink()
     with pytest.raises(ValueError, match="no scenario.json"):
         render(synthetic_run)
+
+
+def test_the_mpc_plan_is_drawn_as_a_ghost(synthetic_run):
+    """With controller_horizon.npz (the plan of each tick) the frames gain faded copies of the
+    robot; without it they have none."""
+    plain = _frames(render(synthetic_run, progress=False)["path"])[1]
+    q = np.load(synthetic_run / "trajectory.npz")["q"]
+    plans = np.repeat(q[:, None, :], 9, axis=1)
+    plans[:, :, 0] += np.linspace(0.0, 0.3, 9)  # the plan walks 0.3 m ahead over its horizon
+    np.savez(synthetic_run / "controller_horizon.npz", q=plans)
+    ghost = _frames(render(synthetic_run, progress=False)["path"])[1]
+    faded = lambda f: int(((f[..., 2] > 150) & (f[..., 0] > 120) & (f[..., 0] < 235)).sum())  # noqa: E731
+    assert faded(ghost[10]) > faded(plain[10]) + 500

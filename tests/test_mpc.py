@@ -215,6 +215,15 @@ def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
     assert not summary["fell"]
     replanned = summary["touchdown_replanned_s"]
     assert "after_push" in replanned and set(replanned["vs_reference_s"]) == {"before_push", "after_push"}
+    # the plan of every tick, for the animation's ghost: ticks x stages x nq, starting at the state
+    from pathlib import Path
+
+    folder = Path(summary["run_dir"])
+    with np.load(folder / "controller_horizon.npz") as data, np.load(folder / "trajectory.npz") as traj:
+        plans = data["q"]
+        assert plans.shape[0] == 100 and plans.shape[2] == 4 and plans.shape[1] > 10
+        # stage 0 is the state the tick's STATE carried: the trajectory's row of the tick before
+        np.testing.assert_allclose(plans[50, 0], traj["q"][49], atol=1e-9)
 
 
 def test_touchdown_planning_spread():
