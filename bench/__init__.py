@@ -23,6 +23,6 @@ BENCHMARKS = {
     "ess-plate": (bench_ess_plate, "plate on N springs: marginal cost per contact, ours vs MuJoCo (--full: paper's 120 starts, N=2..100)"),
     "mpc-tick": (bench_mpc_tick, "MPC controller tick in-process (decode, feedback, encode, prepare): acados vs the Python around it (--full: quadruped too)"),
     "nmdp-stability": (bench_nmdp_stability, "quadruped trot 5 s at dt 1-50 ms: NMDP (pgm, zopgm) vs linearised MDP stability, consistency, cost vs MuJoCo (PNG under runs/bench/)"),
-    "plant-fuzz": (bench_plant_fuzz, "random drops, gains and commands on the ESS, NMDP and hybrid plants: fall-throughs, escaped exceptions, resting penetration (--repeats N examples per plant, default 300; --full 10,000)"),
+    "plant-fuzz": (bench_plant_fuzz, "random drops, gains and commands on every plant (ESS, NMDP, hybrid, MuJoCo): fall-throughs, escaped exceptions, resting penetration (--repeats N examples per plant, default 300; --full 10,000)"),
     "sim-rtf": (bench_sim_rtf, "real-time factor of the ESS plant (hopper, quadruped) at a 1 ms command period"),
 }

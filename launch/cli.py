@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("lockstep", "realtime"), help="override the scenario's mode")
     p.add_argument("--robot", help="override the robot: a name (python -m launch robots) or an import path "
                                    "package.module:build, importable from the current folder or PYTHONPATH")
-    p.add_argument("--plant", help="override the plant (ess, nmdp, hybrid)")
+    p.add_argument("--plant", help="override the plant (ess, nmdp, hybrid, mujoco)")
     p.add_argument("--controller", help="override the controller (pd, mpc)")
     p.add_argument("--push", type=float, default=None, metavar="N",
                    help="push of N newton-seconds on the base (horizontal, at mid-run by default)")
@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("robot", help="a robot name (python -m launch robots) or an import path package.module:build, "
                                  "importable from the current folder or PYTHONPATH")
     p.add_argument("--bind", default="tcp://127.0.0.1:5555", help="ZeroMQ endpoint (default %(default)s)")
-    p.add_argument("--plant", default="ess", help="plant: ess, nmdp or hybrid (default %(default)s)")
+    p.add_argument("--plant", default="ess", help="plant: ess, nmdp, hybrid or mujoco (default %(default)s)")
     p.add_argument("--mode", default="realtime", choices=("lockstep", "realtime"), help="(default %(default)s)")
     p.add_argument("--rate", type=float, default=100.0, help="control rate, Hz (default %(default)s)")
     p.add_argument("--plant-rate", type=float, default=1000.0, help="plant rate, Hz (default %(default)s)")

@@ -15,8 +15,8 @@ mechanical energy grew (limp cases: it must not) and the resting penetration.
 
 How each plant takes the parameters: ESS builds the robot with the scaled k_contact, b_contact
 and mu (one compiled plant per variant, cached); NMDP takes `stiffness` = k_scale times its
-default and `mu` as options (it has no damping); the rigid hybrid plant takes mu from the model
-(stiffness and damping do not apply).
+default and `mu` as options (it has no damping); the rigid hybrid plant and MuJoCo (its own soft
+contacts) take mu from the model (stiffness and damping do not apply).
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ class PlantPool:
             if has_mu:
                 over["mu"] = case.mu
             return get_robot(case.robot, **over)
-        if plant == "hybrid" and has_mu:
+        if plant in ("hybrid", "mujoco") and has_mu:
             return get_robot(case.robot, mu=case.mu)
         return base
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from robots.model import RobotModel
 
-PLANTS = ("ess", "nmdp", "hybrid")
+PLANTS = ("ess", "nmdp", "hybrid", "mujoco")
 
 
 def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, **options):
@@ -13,6 +13,7 @@ def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, *
     nmdp: backward Euler with non-convex maximal dissipation (sim.nmdp.NmdpPlant); its largest
         step is the plant period.
     hybrid: rigid contacts, event-driven reference (sim.hybrid.HybridPlant).
+    mujoco: MuJoCo on the robot's MJCF, its own soft contacts (sim.mujoco_plant.MujocoPlant).
     """
     if name == "ess":
         from .ess.robot import EssPlant
@@ -26,4 +27,8 @@ def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, *
         from .hybrid import HybridPlant
 
         return HybridPlant(model, **options)
+    if name == "mujoco":
+        from .mujoco_plant import MujocoPlant
+
+        return MujocoPlant(model, plant_rate_hz=plant_rate_hz, **options)
     raise ValueError(f"unknown plant {name!r}; available plants: {', '.join(PLANTS)}")

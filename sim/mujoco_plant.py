@@ -1,0 +1,153 @@
+"""MuJoCo as a plant: the peer users already trust, behind the same plant protocol.
+
+    plant = MujocoPlant(get_robot("hopper"))          # or make_plant("mujoco", model)
+    state = plant.reset(q0)
+    state = plant.step(command, 0.01)
+
+The model is the robot's own MJCF (`RobotModel.mjcf`, made from the same definition; tests
+check MuJoCo's M and bias forces against ours), so MuJoCo's contacts are its own: soft, with
+the default solver parameters, friction from the model's `mu`. The joint impedance law of the
+plant protocol is evaluated at every MuJoCo step (timestep 1 / plant_rate_hz) and applied as
+the motors' controls, clipped to u_max. Contact flags and forces (normal, tangential along x;
+N) come from MuJoCo's contacts of each foot's sphere with the floor. Planar robots: q and v
+are MuJoCo's qpos and qvel (the MJCF's joints are the model's coordinates, in order). The
+invariants of sim/invariants.py are checked after every step, as on the other plants, with
+MUJOCO_PENETRATION_LIMIT_M as the default limit (soft contacts sink on impact).
+
+Measured (`LEGMPC_FUZZ_PLANTS=mujoco python -m launch bench plant-fuzz --full --json`): 10,000
+examples, 0 fall-throughs, 0 exceptions, 0 violations, deepest gap 20 mm, 110 s. MuJoCo's soft
+contacts are not strictly passive: in the fuzz's limp cases the mechanical energy grew by up to
+4.5 % of the case's energy scale (ESS 1 %, NMDP and the hybrid plant none). The plate on
+springs has no MJCF geoms for its spring contacts, so MuJoCo cannot run it (a clear error).
+3D robots are not supported yet (issue 27).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from robots.model import RobotModel, check_vector
+from sim.invariants import Invariants
+from sim.protocol import JointCommand, PlantState, actuated_joints
+
+# MuJoCo's default soft contact (solref 0.02 s, critically damped) lets a foot landing at v m/s
+# sink about v x 7.5 ms before it holds (26 mm for the point mass dropped 1 m, 4.4 m/s): the
+# stated limit covers landings up to ~6 m/s.
+MUJOCO_PENETRATION_LIMIT_M = 0.05
+
+
+class MujocoPlant:
+    """MuJoCo stepping a planar RobotModel's MJCF (module docstring).
+
+    Args:
+        model: the robot. plant_rate_hz: MuJoCo's step rate (Hz). penetration_limit_m: deepest
+        contact gap (m) before the state is flagged as a violation.
+    """
+
+    def __init__(self, model: RobotModel, *, plant_rate_hz: float = 1000.0,
+                 penetration_limit_m: float = MUJOCO_PENETRATION_LIMIT_M) -> None:
+        import mujoco
+
+        if not model.mjcf:
+            raise ValueError(f"{model.name}: the model has no MJCF, so MuJoCo cannot run it")
+        if not (isinstance(plant_rate_hz, (int, float)) and math.isfinite(plant_rate_hz) and plant_rate_hz > 0):
+            raise ValueError(f"MujocoPlant: plant_rate_hz must be a positive number, got {plant_rate_hz!r}")
+        self._mj = mujoco
+        self.model = model
+        self.mj = mujoco.MjModel.from_xml_string(model.mjcf)
+        if (self.mj.nq, self.mj.nv, self.mj.nu) != (model.nq, model.nv, model.nu):
+            raise ValueError(f"{model.name}: the MJCF has nq, nv, nu = {self.mj.nq}, {self.mj.nv}, {self.mj.nu}; "
+                             f"the model {model.nq}, {model.nv}, {model.nu} (a 3D robot is not supported yet)")
+        self.h = 1.0 / float(plant_rate_hz)
+        self.mj.opt.timestep = self.h
+        self.data = mujoco.MjData(self.mj)
+        self.joints = actuated_joints(model)
+        self.u_max = np.array(model.u_max, dtype=float)
+        floor = mujoco.mj_name2id(self.mj, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+        self._feet = []
+        for c in model.contacts:
+            gid = mujoco.mj_name2id(self.mj, mujoco.mjtObj.mjOBJ_GEOM, c.name)
+            if gid < 0:
+                raise ValueError(f"{model.name}: the MJCF has no geom {c.name!r} for contact {c.name!r}")
+            self._feet.append(gid)
+        self._floor = floor
+        self.invariants = Invariants(model, penetration_limit_m)
+        self._cmd = JointCommand.zero(model.nu).validated(model)
+        self._tau = np.zeros(model.nu)
+        self._ready = False
+        self._good: PlantState | None = None
+        self.violation = ""
+
+    # ------------------------------------------------------------------ protocol
+    def reset(self, q, v=None, t: float = 0.0) -> PlantState:
+        """Set the state (q in m/rad, v in m/s, rad/s) at time t (s); returns it."""
+        m = self.model
+        q = check_vector(m, "q", q, m.nq)
+        v = np.zeros(m.nv) if v is None else check_vector(m, "v", v, m.nv)
+        if not (isinstance(t, (int, float)) and math.isfinite(t)):
+            raise ValueError(f"{m.name}: t must be a finite number of seconds, got {t!r}")
+        self._mj.mj_resetData(self.mj, self.data)
+        self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, float(t)
+        self._mj.mj_forward(self.mj, self.data)
+        self._ready, self.violation, self._good = True, "", None
+        self.invariants.reset_report()
+        return self._checked(self.state())
+
+    def step(self, command: JointCommand, dt: float) -> PlantState:
+        """Advance dt seconds (MuJoCo steps of at most 1 / plant_rate_hz) holding `command`."""
+        if not self._ready:
+            raise RuntimeError(f"{self.model.name}: call reset() before step()")
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
+            raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
+        self._cmd = command.validated(self.model)
+        if self.violation:
+            return self._held()
+        t_end = self.data.time + float(dt)
+        c, d, mj = self._cmd, self.data, self.mj
+        while d.time < t_end - 1e-12:
+            mj.opt.timestep = min(self.h, t_end - d.time)
+            qj, vj = d.qpos[self.joints], d.qvel[self.joints]
+            self._tau = np.clip(c.tau_ff + c.kp * (c.q_des - qj) + c.kd * (c.v_des - vj), -self.u_max, self.u_max)
+            d.ctrl[:] = self._tau
+            self._mj.mj_step(mj, d)
+        mj.opt.timestep = self.h
+        d.time = t_end  # no drift from the shortened last step's rounding
+        return self._checked(self.state())
+
+    def state(self) -> PlantState:
+        """The current PlantState: contact flags and (normal, tangential) forces of each foot, N."""
+        d, nc = self.data, self.model.nc
+        contact, force = np.zeros(nc, dtype=bool), np.zeros((nc, 2))
+        f6 = np.zeros(6)
+        for k in range(d.ncon):
+            con = d.contact[k]
+            pair = {int(con.geom1), int(con.geom2)}
+            if self._floor not in pair:
+                continue
+            for i, gid in enumerate(self._feet):
+                if gid in pair:
+                    self._mj.mj_contactForce(self.mj, d, k, f6)
+                    world = con.frame.reshape(3, 3).T @ f6[:3]  # force geom1 exerts on geom2, world frame
+                    if int(con.geom1) == gid:
+                        world = -world  # make it the floor's force on the foot
+                    contact[i] = True
+                    force[i] += (world[2], world[0])
+        return PlantState(float(d.time), d.qpos.copy(), d.qvel.copy(), contact, force, self._tau.copy(),
+                          self.violation)
+
+    def _checked(self, state: PlantState) -> PlantState:
+        violation = self.invariants.check(state.t, state.q, state.v)
+        if not violation:
+            self._good = state
+            return state
+        if self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+            self._good = state
+        self.violation = violation
+        self.invariants.report(violation)
+        return self._held()
+
+    def _held(self) -> PlantState:
+        out = self._good.copy()
+        out.violation = self.violation
+        return out
