@@ -39,6 +39,14 @@ TICKS = 40  # 0.4 s per case
 PD_GAINS = (60.0, 2.0)  # kp (N m/rad), kd (N m s/rad) of the "pd" command
 REST_SPEED = 0.02  # m/s (rad/s): a case ending with every |v| below this rests
 ENERGY_RTOL = 0.02  # limp cases: growth allowed, relative to the energy scale (integration error)
+# ... except on MuJoCo, whose soft contacts are not strictly passive (measured up to 4.5 %,
+# sim/mujoco_plant.py): its stated bound
+ENERGY_RTOL_BY_PLANT = {"mujoco": 0.05}
+
+
+def energy_rtol(plant: str) -> float:
+    """Energy growth allowed in limp cases on `plant`, as a fraction of the energy scale."""
+    return ENERGY_RTOL_BY_PLANT.get(plant, ENERGY_RTOL)
 
 
 @dataclass(frozen=True)
