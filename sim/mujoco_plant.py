@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from robots.model import RobotModel, check_vector
+from robots.model import RobotModel
 from sim.invariants import Invariants
-from sim.protocol import JointCommand, PlantState, actuated_joints
+from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
 
 # MuJoCo's default soft contact (solref 0.02 s, critically damped) lets a foot landing at v m/s
 # sink about v x 7.5 ms before it holds (26 mm for the point mass dropped 1 m, 4.4 m/s): the
@@ -82,13 +82,9 @@ class MujocoPlant:
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
         """Set the state (q in m/rad, v in m/s, rad/s) at time t (s); returns it."""
-        m = self.model
-        q = check_vector(m, "q", q, m.nq)
-        v = np.zeros(m.nv) if v is None else check_vector(m, "v", v, m.nv)
-        if not (isinstance(t, (int, float)) and math.isfinite(t)):
-            raise ValueError(f"{m.name}: t must be a finite number of seconds, got {t!r}")
+        q, v, t = checked_reset(self.model, q, v, t)
         self._mj.mj_resetData(self.mj, self.data)
-        self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, float(t)
+        self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, t
         self._mj.mj_forward(self.mj, self.data)
         self._ready, self.violation, self._good = True, "", None
         self.invariants.reset_report()
@@ -98,12 +94,11 @@ class MujocoPlant:
         """Advance dt seconds (MuJoCo steps of at most 1 / plant_rate_hz) holding `command`."""
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
-            raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
+        dt = checked_dt(self.model, dt)
         self._cmd = command.validated(self.model)
         if self.violation:
             return self._held()
-        t_end = self.data.time + float(dt)
+        t_end = self.data.time + dt
         c, d, mj = self._cmd, self.data, self.mj
         while d.time < t_end - 1e-12:
             mj.opt.timestep = min(self.h, t_end - d.time)

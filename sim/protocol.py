@@ -17,6 +17,7 @@ controller may see.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -114,6 +115,23 @@ def pack_command(command: JointCommand, model: RobotModel) -> np.ndarray:
         c = command.validated(model)  # raises with a precise message, or fills missing fields
         packed = np.concatenate((c.tau_ff, c.q_des, c.v_des, c.kp, c.kd))
     return packed
+
+
+def checked_reset(model: RobotModel, q, v, t) -> tuple[np.ndarray, np.ndarray, float]:
+    """A plant reset's (q, v, t), validated: q (nq; m, rad), v (nv; m/s, rad/s; None: zeros),
+    t a finite number of seconds. ValueError names the bad argument."""
+    q = check_vector(model, "q", q, model.nq).copy()
+    v = np.zeros(model.nv) if v is None else check_vector(model, "v", v, model.nv).copy()
+    if isinstance(t, bool) or not (isinstance(t, (int, float)) and math.isfinite(t)):
+        raise ValueError(f"{model.name}: t must be a finite number of seconds, got {t!r}")
+    return q, v, float(t)
+
+
+def checked_dt(model: RobotModel, dt) -> float:
+    """A plant step's dt (s), validated: a finite number >= 0."""
+    if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
+        raise ValueError(f"{model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
+    return float(dt)
 
 
 def actuated_joints(model: RobotModel) -> np.ndarray:

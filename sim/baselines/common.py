@@ -13,11 +13,11 @@ import math
 import numpy as np
 
 from robots import numeric
-from robots.model import RobotModel, check_vector
+from robots.model import RobotModel
 from sim.hybrid.cfun import address_table
 from sim.hybrid.kernels import contact_gaps, joint_torque
 from sim.invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
-from sim.protocol import JointCommand, PlantState, actuated_joints
+from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
 
 
 def check_positive(owner: str, name: str, value, *, allow_zero: bool = False) -> float:
@@ -68,11 +68,8 @@ class FixedStepPlant:
 
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
         """Set the state (q in m/rad, v in m/s and rad/s, t in s) and return it."""
-        q = check_vector(self.model, "q", q, self.nq).copy()
-        v = np.zeros(self.nv) if v is None else check_vector(self.model, "v", v, self.nv).copy()
-        if not (isinstance(t, (int, float)) and math.isfinite(t)):
-            raise ValueError(f"{self.model.name}: t must be a finite number of seconds, got {t!r}")
-        self.t, self.q, self.v = float(t), q, v
+        q, v, t = checked_reset(self.model, q, v, t)
+        self.t, self.q, self.v = t, q, v
         self.fn = np.zeros(self.nc)
         self.ft = np.zeros(self.nc)
         self.flags = np.zeros(self.nc, dtype=bool)
@@ -99,8 +96,7 @@ class FixedStepPlant:
         """Advance dt seconds (>= 0) under `command` in internal steps of dt_sim."""
         if self.t is None:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
-            raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
+        dt = checked_dt(self.model, dt)
         self._cmd = command.validated(self.model)
         if self.violation:  # the physics failed earlier: hold the last good state until reset
             return self.state()

@@ -53,12 +53,12 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from robots import numeric
-from robots.model import RobotModel, check_vector
+from robots.model import RobotModel
 from sim.invariants import Invariants
-from sim.protocol import JointCommand, PlantState, actuated_joints
+from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
 
 from .cfun import address_table
-from .kernels import constraint_values, contact_gaps, contact_points, joint_torque, kinetic_margin, mode_rhs, \
+from .kernels import contact_gaps, contact_points, joint_torque, kinetic_margin, mode_rhs, \
     model_terms, project_state, tangential_speeds
 from .modes import Mode, Snapshot, consistent_impact_mode, consistent_liftoff_mode
 from .options import HybridOptions
@@ -134,10 +134,7 @@ class HybridPlant:
         ground start active if their forces say so (force-acceleration predicate); touching
         contacts that approach get a plastic impact first. Raises ValueError on bad input or a
         penetrating configuration."""
-        q = check_vector(self.model, "q", q, self.nq).copy()
-        v = np.zeros(self.nv) if v is None else check_vector(self.model, "v", v, self.nv).copy()
-        if not (isinstance(t, (int, float)) and math.isfinite(t)):
-            raise ValueError(f"{self.model.name}: t must be a finite number of seconds, got {t!r}")
+        q, v, t = checked_reset(self.model, q, v, t)
         gaps = contact_gaps(self.addr, q, self.nc)
         bad = np.flatnonzero(gaps < -max(self.options.gap_tol, 1e-9))
         if bad.size:
@@ -163,8 +160,7 @@ class HybridPlant:
         """Advance dt seconds under `command` (held; impedance law evaluated continuously)."""
         if self._t is None:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:
-            raise ValueError(f"{self.model.name}: dt must be a finite number of seconds >= 0, got {dt!r}")
+        dt = checked_dt(self.model, dt)
         cmd = command.validated(self.model)
         if self.violation:  # the physics failed earlier: hold the last good state until reset
             return self._held()

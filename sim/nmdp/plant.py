@@ -18,10 +18,10 @@ from typing import Sequence
 
 import numpy as np
 
-from robots.model import RobotModel, check_vector
+from robots.model import RobotModel
 
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, check_penetration_limit
-from ..protocol import JointCommand, PlantState, actuated_joints, pack_command
+from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command
 from . import kernel as K
 from .qp import DenseQp
 from .terms import nmdp_library
@@ -207,12 +207,7 @@ class NmdpPlant:
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
         """Set the state (q, v) at time t (s); contact weights start at zero. Returns the state."""
-        m = self.model
-        q = check_vector(m, "q", q, m.nq)
-        v = np.zeros(m.nv) if v is None else check_vector(m, "v", v, m.nv)
-        if not (isinstance(t, (int, float)) and math.isfinite(t)):
-            raise ValueError(f"{m.name}: t must be a finite number (s), got {t!r}")
-        self.q[:], self.v[:], self.t = q, v, float(t)
+        self.q[:], self.v[:], self.t = checked_reset(self.model, q, v, t)
         self.alpha[:] = 0.0
         self._force[:] = 0.0
         self._cap[:] = 0.0
