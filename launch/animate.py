@@ -25,6 +25,7 @@ import numpy as np
 from .runfolder import read_csv, run_robot, trajectory
 
 FORCE_SCALE_M_PER_N = 1e-3
+MAX_FRAMES = 36_000  # 20 min of video at 30 fps: a larger request is refused, not rendered for hours
 
 
 def body_shapes(mjcf: str) -> dict[str, list[tuple]]:
@@ -98,7 +99,11 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
             horizon = data["q"] if data["q"].ndim == 3 and data["q"].shape[2] == model.nq else None
     ghost_stages = [] if horizon is None else sorted({horizon.shape[1] // 3, 2 * horizon.shape[1] // 3,
                                                       horizon.shape[1] - 1})
-    frame_times = np.arange(t[0], t[-1] + 1e-12, 1.0 / (fps * slowmo))  # slowmo F: F video s per sim s
+    n_frames = int((t[-1] - t[0]) * fps * slowmo) + 1  # slowmo F: F video s per sim s
+    if n_frames > MAX_FRAMES:
+        raise ValueError(f"{n_frames} frames ({t[-1] - t[0]:.3g} s at {fps} fps, slowmo {slowmo:g}) is more than "
+                         f"{MAX_FRAMES} (20 min of video): lower --slowmo or --fps")
+    frame_times = np.arange(t[0], t[-1] + 1e-12, 1.0 / (fps * slowmo))
     idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
 
     # the camera follows the base; the view spans the robot's size

@@ -46,6 +46,8 @@ def test_bad_input_is_refused(tmp_path, synthetic_run):
         render(tmp_path / "nothing")
     with pytest.raises(ValueError, match="slowmo"):
         render(synthetic_run, slowmo=0.0)
+    with pytest.raises(ValueError, match="lower --slowmo or --fps"):
+        render(synthetic_run, slowmo=1e6)
     (synthetic_run / "scenario.json").write_text('{"robot": "quadruped"}')
     with pytest.raises(ValueError, match="not from one run"):
         render(synthetic_run)
