@@ -299,7 +299,7 @@ class PlantServer:
                 "seconds_to_ready": round(time.perf_counter() - self.t_built, 3)}
         if self.options.log_dir:
             folder = Path(self.options.log_dir)
-            (folder / "endpoint").write_text(self.endpoint)
+            _write_atomically(folder / "endpoint", self.endpoint)
             _write_json_atomically(folder / "ready.json", info)
         if self.announce:
             print(f"ready {self.endpoint}", flush=True)
@@ -450,11 +450,17 @@ class PlantServer:
                 "options": {**asdict(self.options), "deadline_s": self._deadline()}}
 
 
-def _write_json_atomically(path: Path, info: dict) -> None:
-    """Write `info` as JSON to `path` through a temporary file, so readers never see half of it."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(info))
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file, so readers never see half of it (or an
+    empty file: the controller of a run once read the endpoint as '')."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
     tmp.replace(path)
+
+
+def _write_json_atomically(path: Path, info: dict) -> None:
+    """Write `info` as JSON to `path` atomically (see _write_atomically)."""
+    _write_atomically(path, json.dumps(info))
 
 
 def _sleep_until(t_target: float) -> None:

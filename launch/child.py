@@ -39,6 +39,21 @@ def serve(folder: Path) -> int:
     return 0
 
 
+def wait_for_endpoint(folder: Path, timeout_s: float = 60.0) -> str:
+    """The endpoint the plant wrote to folder/endpoint, once the file exists and is not empty
+    ("" after timeout_s). The plant writes it atomically; an empty file still counts as not yet
+    written (a controller that connected to '' failed the demo once)."""
+    path = Path(folder) / "endpoint"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() <= deadline:
+        if path.exists():
+            text = path.read_text().strip()
+            if text:
+                return text
+        time.sleep(0.02)
+    return ""
+
+
 def control(folder: Path) -> int:
     """Run the controller of the scenario in `folder` against the plant that wrote folder/endpoint."""
     from bridge.client import ClientOptions, ControllerClient
@@ -47,15 +62,11 @@ def control(folder: Path) -> int:
 
     sc = _scenario(folder)
     controller = make_controller(sc.controller, get_robot(sc.robot), **sc.controller_options)
-    endpoint_file = folder / "endpoint"
-    deadline = time.monotonic() + 60.0
-    while not endpoint_file.exists():
-        if time.monotonic() > deadline:
-            print("controller: the plant never published its endpoint", file=sys.stderr)
-            return 2
-        time.sleep(0.02)
-    client = ControllerClient(endpoint_file.read_text().strip(), controller,
-                              ClientOptions(log_dir=str(folder), name=sc.controller))
+    endpoint = wait_for_endpoint(folder)
+    if not endpoint:
+        print("controller: the plant never published its endpoint", file=sys.stderr)
+        return 2
+    client = ControllerClient(endpoint, controller, ClientOptions(log_dir=str(folder), name=sc.controller))
     summary = client.run()
     if summary["exit_code"]:
         print(f"controller: {summary['reason']}", file=sys.stderr)

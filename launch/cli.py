@@ -88,12 +88,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(outcome_line(summary))
     after_run(summary["run_dir"], animation=not args.no_animation, slowmo=args.slowmo, quiet=args.json)
-    if summary.get("plant_violation"):  # the plant left physics: the run ended early, say so loudly
-        print(f"error: the plant ended the run: {summary['end_reason']}", file=sys.stderr)
-        return 1
-    if any(summary["exit_codes"]) and not summary["interrupted"]:
-        print(f"error: a process of the run failed (exit codes plant, controller: {summary['exit_codes']}); "
-              f"see plant.log and controller.log in {summary['run_dir']}", file=sys.stderr)
+    from .runfolder import run_failure
+
+    failure = run_failure(summary)
+    if failure:
+        print(f"error: {failure}", file=sys.stderr)
         return 1
     return 0
 

@@ -15,7 +15,7 @@ def run_demo() -> int:
 
     from .profile import profile
     from .run import run
-    from .runfolder import outcome_line
+    from .runfolder import outcome_line, run_failure
     from .scenario import load_scenario
 
     con = Console()
@@ -29,13 +29,18 @@ def run_demo() -> int:
     folder = Path(summary["run_dir"])
     profile([folder], plots=False)
     con.print(outcome_line(summary))
+    p99 = summary["solve_ms"]["p99"]
     con.print(f"apex height {_fmt(summary['apex_height_m'])} m, forward speed {_fmt(summary['vx_mps'])} m/s, "
-              f"solve p99 {summary['solve_ms']['p99']:.2f} ms")
+              f"solve p99 " + ("n/a" if p99 is None else f"{p99:.2f} ms"))
     from .cli import after_run
 
     extras = after_run(folder, quiet=True)
     con.print(f"run folder: {folder}  (summary.json, plant_ticks.csv, controller_ticks.csv, trajectory.npz, "
               "trajectory.png, latency.png, phases.png" + "".join(f", {x}" for x in extras) + ")")
+    failure = run_failure(summary)
+    if failure:
+        con.print(f"[bold red]error:[/] {failure}")
+        return 1
     con.print(f"[bold]Ran:[/] {scenario.plant.upper()} plant + contact-implicit MPC ({scenario.controller}) over the bridge.")
     return 0 if not summary["fell"] and summary["misses"] == 0 else 1
 

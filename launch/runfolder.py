@@ -77,6 +77,8 @@ def run_robot(folder: Path):
         raise ValueError(f"{folder}/scenario.json is not a scenario with a robot ({exc})") from None
     model = get_robot(robot)
     with np.load(folder / "trajectory.npz") as data:
+        if not data["q"].size:
+            raise ValueError(f"{folder}: the trajectory is empty (the run ended before its first tick)")
         width = data["q"].shape[1] if data["q"].ndim == 2 else -1
     if width != model.nq:
         raise ValueError(f"{folder}: trajectory.npz has {width} coordinates per row, robot {model.name} has "
@@ -181,6 +183,8 @@ def write_plots(folder: Path) -> list[Path]:
 
     written = []
     traj = trajectory(folder)
+    if traj["q"].ndim != 2 or not len(traj["q"]):  # the run ended before its first tick
+        return written
     names = list(traj["q_names"])
     fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
     t = traj["t"]
@@ -240,6 +244,17 @@ def write_plots(folder: Path) -> list[Path]:
         fig.savefig(written[-1], dpi=100)
         plt.close(fig)
     return written
+
+
+def run_failure(summary: dict) -> str:
+    """Why a run failed ("" if it did not): the plant left physics (its violation ended the run),
+    or a process exited with an error (and the run was not interrupted by the user)."""
+    if summary.get("plant_violation"):
+        return f"the plant ended the run: {summary.get('end_reason', summary['plant_violation'])}"
+    if any(summary.get("exit_codes", [])) and not summary.get("interrupted"):
+        return (f"a process of the run failed (exit codes plant, controller: {summary['exit_codes']}); "
+                f"see plant.log and controller.log in {summary['run_dir']}")
+    return ""
 
 
 def outcome_line(summary: dict) -> str:

@@ -73,3 +73,39 @@ def test_push_velocity_axes():
         pushed_velocity(m, m.q0, v0, 1.0, "pitch")
     with pytest.raises(ValueError, match="base coordinate 'x'"):
         pushed_velocity(get_robot("hopper1d"), np.array([0.5]), np.zeros(1), 1.0)
+
+
+def test_the_controller_waits_for_a_written_endpoint(tmp_path):
+    """The plant writes folder/endpoint atomically; the controller also treats an empty file as
+    not yet written (the demo once failed connecting to '')."""
+    import threading
+    import time
+
+    from launch.child import wait_for_endpoint
+
+    (tmp_path / "endpoint").write_text("")
+    threading.Timer(0.2, lambda: (tmp_path / "endpoint").write_text("tcp://127.0.0.1:5555\n")).start()
+    t0 = time.monotonic()
+    assert wait_for_endpoint(tmp_path, timeout_s=5.0) == "tcp://127.0.0.1:5555"
+    assert time.monotonic() - t0 >= 0.15
+    assert wait_for_endpoint(tmp_path / "nowhere", timeout_s=0.1) == ""
+
+
+def test_a_run_that_ended_before_its_first_tick_is_reported_not_crashed(tmp_path, synthetic_run):
+    """An empty trajectory (the controller failed at once): no plots, clear errors for the
+    animation and the MCAP, and the run counts as failed when a process exited with an error."""
+    import numpy as np
+
+    from launch.animate import render
+    from launch.runfolder import run_failure, write_plots
+
+    np.savez(synthetic_run / "trajectory.npz", t=np.zeros(0), q=np.zeros(0), v=np.zeros(0), tau=np.zeros(0),
+             contact=np.zeros(0), force=np.zeros(0), q_names=np.array(["x"]), u_names=np.array(["u"]))
+    assert write_plots(synthetic_run) == []
+    with pytest.raises(ValueError, match="trajectory is empty"):
+        render(synthetic_run)
+    assert "a process of the run failed" in run_failure({"exit_codes": [0, 1], "interrupted": False,
+                                                         "run_dir": str(synthetic_run)})
+    assert run_failure({"exit_codes": [0, 0], "interrupted": False, "run_dir": "x"}) == ""
+    assert "plant ended the run" in run_failure({"plant_violation": "gap", "end_reason": "gap at t=1",
+                                                 "exit_codes": [0, 0]})
