@@ -245,7 +245,9 @@ def test_hostile_hellos_leave_the_run_complete(tmp_path):
     """Finding 1: a HELLO whose JSON is not an object (or is nested 100k deep) killed the plant
     and left the run folder without plant_summary.json and progress.json."""
     log = tmp_path / "log"
-    plant = LivePlant(f"ipc://{tmp_path}/p", duration_s=0.2, log_dir=str(log))
+    # lockstep, waiting up to 10 s a tick: the plant stays at tick 0 until the controller comes (at
+    # the default 0.05 s it ticked on without one on a loaded machine and the controller saw 19)
+    plant = LivePlant(f"ipc://{tmp_path}/p", duration_s=0.2, log_dir=str(log), lockstep_timeout_s=10.0)
     hostile = plant.peer()
     for payload in (b"[1,2,3]", b"null", b'"hello"', b"5", b"[" * 100_000 + b"]" * 100_000, b"[" * 30_000 + b"]" * 30_000):
         assert plant.reasons(hostile, _json(payload)) in (["json"], ["too_large"])
