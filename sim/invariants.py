@@ -13,7 +13,8 @@ raises out of `step` for a physics failure (non-finite state, Zeno accumulation,
 fails): it keeps the last good state, sets `violation`, prints the violation once to stderr
 (`Invariants.report`) and from then on returns that state with the same violation until
 `reset` (the physics is no longer trusted; the bridge server ends the run on it). Bad commands
-(wrong length, negative gains) still raise ValueError.
+(wrong length, negative gains) still raise ValueError. `LatchedViolation` is that behaviour
+as a mixin (the ESS, hybrid and MuJoCo plants use it).
 """
 from __future__ import annotations
 
@@ -101,3 +102,42 @@ class Invariants:
 
     def reset_report(self) -> None:
         self.reported = ""
+
+
+class LatchedViolation:
+    """What the module docstring asks of a plant that returns its own PlantStates: keep the last
+    good state, latch the first violation (printed once) and hold that state until reset.
+
+    A mixin: the plant sets `self.invariants` (an Invariants) and calls `_clear_violation()` in
+    reset, `_checked(state)` on every state it returns, `_violated(reason)` for a failure found
+    elsewhere (a solver, an integrator) and `_held_state()` while a violation is latched.
+    """
+
+    violation: str = ""  # latched until reset
+    _good = None  # the last state returned without a violation (a PlantState)
+
+    def _clear_violation(self) -> None:
+        self.violation, self._good = "", None
+        self.invariants.reset_report()
+
+    def _checked(self, state, gaps: np.ndarray | None = None):
+        """`state` with its invariants checked; on a violation, latched and the held state."""
+        violation = self.invariants.check(state.t, state.q, state.v, gaps)
+        if not violation:
+            self._good = state
+            return state
+        if self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+            self._good = state
+        return self._violated(violation)
+
+    def _violated(self, violation: str):
+        """Latch `violation` (printed once) and return the last good state carrying it."""
+        self.violation = violation
+        self.invariants.report(violation)
+        return self._held_state()
+
+    def _held_state(self):
+        """The last good state, carrying the latched violation."""
+        out = self._good.copy()
+        out.violation = self.violation
+        return out

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from robots.model import RobotModel
-from sim.invariants import Invariants
+from sim.invariants import Invariants, LatchedViolation
 from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
 
 # MuJoCo's default soft contact (solref 0.02 s, critically damped) lets a foot landing at v m/s
@@ -37,7 +37,7 @@ from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, 
 MUJOCO_PENETRATION_LIMIT_M = 0.05
 
 
-class MujocoPlant:
+class MujocoPlant(LatchedViolation):
     """MuJoCo stepping a planar RobotModel's MJCF (module docstring).
 
     Args:
@@ -76,8 +76,6 @@ class MujocoPlant:
         self._cmd = JointCommand.zero(model.nu).validated(model)
         self._tau = np.zeros(model.nu)
         self._ready = False
-        self._good: PlantState | None = None
-        self.violation = ""
 
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
@@ -86,8 +84,8 @@ class MujocoPlant:
         self._mj.mj_resetData(self.mj, self.data)
         self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, t
         self._mj.mj_forward(self.mj, self.data)
-        self._ready, self.violation, self._good = True, "", None
-        self.invariants.reset_report()
+        self._ready = True
+        self._clear_violation()
         return self._checked(self.state())
 
     def step(self, command: JointCommand, dt: float) -> PlantState:
@@ -97,7 +95,7 @@ class MujocoPlant:
         dt = checked_dt(self.model, dt)
         self._cmd = command.validated(self.model)
         if self.violation:
-            return self._held()
+            return self._held_state()
         t_end = self.data.time + dt
         c, d, mj = self._cmd, self.data, self.mj
         while d.time < t_end - 1e-12:
@@ -130,19 +128,3 @@ class MujocoPlant:
                     force[i] += (world[2], world[0])
         return PlantState(float(d.time), d.qpos.copy(), d.qvel.copy(), contact, force, self._tau.copy(),
                           self.violation)
-
-    def _checked(self, state: PlantState) -> PlantState:
-        violation = self.invariants.check(state.t, state.q, state.v)
-        if not violation:
-            self._good = state
-            return state
-        if self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
-            self._good = state
-        self.violation = violation
-        self.invariants.report(violation)
-        return self._held()
-
-    def _held(self) -> PlantState:
-        out = self._good.copy()
-        out.violation = self.violation
-        return out

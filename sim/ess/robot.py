@@ -46,7 +46,7 @@ from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel, check_vector
 
-from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, LatchedViolation
 from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
 from . import kernel as K
 from . import static_call
@@ -641,7 +641,7 @@ def compliant_penetration_limit(model: RobotModel, drop_m: float = DROP_FOR_LIMI
     return max(DEFAULT_PENETRATION_LIMIT_M, float(d))
 
 
-class EssPlant:
+class EssPlant(LatchedViolation):
     """A robot plant integrated by ESS (implements `sim.protocol.Plant`).
 
     Args:
@@ -744,8 +744,6 @@ class EssPlant:
         c = self._cmd  # the held command's fields, as views of p (what step(None) holds)
         self._held = JointCommand(*(self._p[c + k * nu:c + (k + 1) * nu] for k in range(5)))
         self._ready = False
-        self._good: PlantState | None = None  # the last state returned without a violation
-        self.violation = ""  # latched until reset (sim/invariants.py)
         # guard bookkeeping, as views of the plant's arrays
         self.guards = GuardState(self._F[F_EPS + m:F_EPS + 2 * m], self._B[0], self._B[1], self._B[2])
 
@@ -782,8 +780,7 @@ class EssPlant:
         self._p[self._cmd:] = 0.0
         self._F[F_HSTEP:F_HSTEP + 2] = (min(1e-3, self.options["h_max"]), 1e-4)
         self._ready = True
-        self.violation = ""
-        self.invariants.reset_report()
+        self._clear_violation()
         state = self.state()
         return self._checked(state, self.invariants.gaps(state.q))
 
@@ -833,24 +830,6 @@ class EssPlant:
         state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
         # fill_outputs left the outputs at x in fout: the gaps phi(x) follow x
         return self._checked(state, self.system.ctx[2][n:n + self.model.nc])
-
-    def _checked(self, state: PlantState, gaps: np.ndarray) -> PlantState:
-        """`state` with its invariants checked (sim/invariants.py); keeps it as the last good one."""
-        violation = self.invariants.check(state.t, state.q, state.v, gaps)
-        if not violation:
-            self._good = state
-            return state
-        if self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
-            self._good = state
-        return self._violated(violation)
-
-    def _violated(self, violation: str) -> PlantState:
-        """Latch `violation` (printed once) and return the last good state with it."""
-        self.violation = violation
-        self.invariants.report(violation)
-        out = self._good.copy()
-        out.violation = violation
-        return out
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).

@@ -54,7 +54,7 @@ from scipy.integrate import solve_ivp
 
 from robots import numeric
 from robots.model import RobotModel
-from sim.invariants import Invariants
+from sim.invariants import Invariants, LatchedViolation
 from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
 
 from .cfun import address_table
@@ -91,7 +91,7 @@ class HybridEvent:
         return self.mode_before != self.mode_after
 
 
-class HybridPlant:
+class HybridPlant(LatchedViolation):
     """Event-driven rigid-body simulator with unilateral contacts, implementing the plant protocol.
 
     Args:
@@ -122,8 +122,6 @@ class HybridPlant:
         self._cmd = JointCommand.zero(model.nu).validated(model)
         self._t: float | None = None
         self.invariants = Invariants(model, self.options.penetration_limit_m)
-        self.violation = ""  # latched until reset (sim/invariants.py)
-        self._good: PlantState | None = None  # the last state returned without a violation
         self.events: list[HybridEvent] = []
         self.stats: dict = {}
 
@@ -150,9 +148,7 @@ class HybridPlant:
                                      "rhs_evals", "predicate_fallbacks", "lcp_solves", "impact_cone_violations",
                                      "friction_slides", "sticks", "painleve")}
         self._impact_times: list[float] = []
-        self.violation = ""
-        self.invariants.reset_report()
-        self._good = None
+        self._clear_violation()
         self._resolve("reset")
         return self._checked(self.state())
 
@@ -163,7 +159,7 @@ class HybridPlant:
         dt = checked_dt(self.model, dt)
         cmd = command.validated(self.model)
         if self.violation:  # the physics failed earlier: hold the last good state until reset
-            return self._held()
+            return self._held_state()
         changed = any(not np.array_equal(getattr(cmd, f), getattr(self._cmd, f))
                       for f in ("tau_ff", "q_des", "v_des", "kp", "kd"))
         self._cmd = cmd
@@ -174,27 +170,8 @@ class HybridPlant:
         except (RuntimeError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
             # a physics failure (no consistent mode, the integrator failed, a singular system):
             # never raised mid-run; the last good state is returned with the reason
-            self.violation = f"hybrid plant failed at t={self._t:.6g} s: {str(exc).splitlines()[0]}"
-            self.invariants.report(self.violation)
-            return self._held()
+            return self._violated(f"hybrid plant failed at t={self._t:.6g} s: {str(exc).splitlines()[0]}")
         return self._checked(state)
-
-    def _checked(self, state: PlantState) -> PlantState:
-        """`state` with its invariants checked (sim/invariants.py); a violation is latched."""
-        violation = self.invariants.check(state.t, state.q, state.v)
-        if violation and (self._good is None or (np.isfinite(state.q).all() and np.isfinite(state.v).all())):
-            self._good = state
-        if violation:
-            self.violation = violation
-            self.invariants.report(violation)
-            return self._held()
-        self._good = state
-        return state
-
-    def _held(self) -> PlantState:
-        out = self._good.copy()
-        out.violation = self.violation
-        return out
 
     def advance(self, t_end: float) -> PlantState:
         """Integrate to time t_end (s) under the current command; returns the state there."""
