@@ -121,23 +121,9 @@ def _property(plant_name: str, robot: str):
 
 
 @pytest.mark.parametrize("robot", fuzz.ROBOTS)
-def test_ess_never_loses_the_robot(robot):
-    _property("ess", robot)()
-
-
-@pytest.mark.parametrize("robot", fuzz.ROBOTS)
-def test_nmdp_never_loses_the_robot(robot):
-    _property("nmdp", robot)()
-
-
-@pytest.mark.parametrize("robot", fuzz.ROBOTS)
-def test_hybrid_never_loses_the_robot(robot):
-    _property("hybrid", robot)()
-
-
-@pytest.mark.parametrize("robot", fuzz.ROBOTS)
-def test_mujoco_never_loses_the_robot(robot):
-    _property("mujoco", robot)()
+@pytest.mark.parametrize("plant_name", PLANTS)
+def test_never_loses_the_robot(plant_name, robot):
+    _property(plant_name, robot)()
 
 
 def test_the_fuzz_check_catches_a_fall_through():
