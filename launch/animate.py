@@ -51,18 +51,26 @@ def _world(pose: np.ndarray, x: float, z: float) -> tuple[float, float]:
     return pose[0] + c * x + s * z, pose[1] - s * x + c * z
 
 
-def _place_capsules(lines: list, shapes: dict, body_index: dict, poses: np.ndarray) -> None:
-    """Set `lines` (one per capsule, in shapes' order) to the capsules at body `poses`."""
-    k = 0
+def _place_robot(poses: np.ndarray, shapes: dict, body_index: dict, capsules: list,
+                 spheres: list | None = None) -> np.ndarray:
+    """Move the artists to the body `poses`: `capsules` (lines, one per capsule in shapes' order)
+    and, if given, `spheres` (circles, one per sphere); returns the drawn bodies' origins (x, z)."""
+    c_i = s_i = 0
+    origins = []
     for name, geoms in shapes.items():
         if name not in body_index:
             continue
         pose = poses[body_index[name]]
+        origins.append(pose[:2])
         for g in geoms:
             if g[0] == "capsule":
                 (x0, z0), (x1, z1) = _world(pose, g[1], g[2]), _world(pose, g[3], g[4])
-                lines[k].set_data([x0, x1], [z0, z1])
-                k += 1
+                capsules[c_i].set_data([x0, x1], [z0, z1])
+                c_i += 1
+            elif spheres is not None:
+                spheres[s_i].center = _world(pose, g[1], g[2])
+                s_i += 1
+    return np.array(origins)
 
 
 def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] = (1280, 720),
@@ -142,28 +150,13 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     last_print = 0.0
     for k, i in enumerate(idx):
         poses = fns.body_poses(q[i])
-        c_i = s_i = 0
-        origins = []
-        for name, geoms in shapes.items():
-            if name not in body_index:
-                continue
-            pose = poses[body_index[name]]
-            origins.append(pose[:2])
-            for g in geoms:
-                if g[0] == "capsule":
-                    (x0, z0), (x1, z1) = _world(pose, g[1], g[2]), _world(pose, g[3], g[4])
-                    capsules[c_i].set_data([x0, x1], [z0, z1])
-                    c_i += 1
-                else:
-                    spheres[s_i].center = _world(pose, g[1], g[2])
-                    s_i += 1
-        o = np.array(origins)
+        o = _place_robot(poses, shapes, body_index, capsules, spheres)
         joints.set_data(o[:, 0], o[:, 1])
         for g, stage in enumerate(ghost_stages):  # the plan made from this state: STATE i + 1 carried it
             plan_q = horizon[min(i + 1, len(horizon) - 1), stage]
             visible = bool(np.isfinite(plan_q).all())
             if visible:
-                _place_capsules(ghosts[g], shapes, body_index, fns.body_poses(plan_q))
+                _place_robot(fns.body_poses(plan_q), shapes, body_index, ghosts[g])
             for line in ghosts[g]:
                 line.set_visible(visible)
         feet = fns.contact_points(q[i])
