@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import read_csv, run_robot, trajectory
+from .runfolder import read_csv, run_robot
 
 FORCE_SCALE_M_PER_N = 1e-3
 MAX_FRAMES = 36_000  # 20 min of video at 30 fps: a larger request is refused, not rendered for hours
@@ -89,9 +89,8 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     if not (fps > 0 and slowmo > 0):
         raise ValueError(f"fps and slowmo must be > 0, got {fps}, {slowmo}")
     t_start = time.perf_counter()
-    scenario, model = run_robot(folder)
+    scenario, model, traj = run_robot(folder)
     fns = numeric(model, verbose=False)
-    traj = trajectory(folder)
     t, q = traj["t"], traj["q"]
     if len(t) == 0:
         raise ValueError(f"{folder}: the trajectory is empty")

@@ -66,6 +66,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario closed loop (plant and controller processes over the bridge)."""
     from .run import run
+    from .runfolder import run_failure
     from .scenario import load_scenario
 
     if not args.slowmo > 0:
@@ -88,8 +89,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(outcome_line(summary))
     after_run(summary["run_dir"], animation=not args.no_animation, slowmo=args.slowmo, quiet=args.json)
-    from .runfolder import run_failure
-
     failure = run_failure(summary)
     if failure:
         print(f"error: {failure}", file=sys.stderr)
@@ -104,11 +103,11 @@ def after_run(run_dir, *, animation: bool = True, slowmo: float = 1.0, quiet: bo
     from .animate import render
     from .mcap_log import write_mcap
 
+    jobs = [("run.mcap", lambda: write_mcap(run_dir))]
+    if animation:
+        jobs.append(("animation.mp4", lambda: render(run_dir, slowmo=slowmo, progress=not quiet)))
     written = []
-    for name, make in (("run.mcap", lambda: write_mcap(run_dir)),
-                       ("animation.mp4", lambda: render(run_dir, slowmo=slowmo, progress=not quiet))):
-        if name == "animation.mp4" and not animation:
-            continue
+    for name, make in jobs:
         try:
             out = make()
         except Exception as exc:  # noqa: BLE001 - the run is done and logged; these are extras

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import read_csv, run_robot, trajectory
+from .runfolder import read_csv, run_robot
 
 _VEC3 = {"type": "object", "properties": {k: {"type": "number"} for k in "xyz"}}
 _QUAT = {"type": "object", "properties": {k: {"type": "number"} for k in "xyzw"}}
@@ -73,9 +73,8 @@ def write_mcap(folder: Path) -> dict:
     from robots import numeric
 
     folder = Path(folder)
-    _, model = run_robot(folder)
+    _, model, traj = run_robot(folder)
     fns = numeric(model, verbose=False)
-    traj = trajectory(folder)
     plant, ctrl = read_csv(folder / "plant_ticks.csv"), read_csv(folder / "controller_ticks.csv")
     n = len(traj["t"])
     first_wall = _num(_at(plant, "wall_ns", 0))

@@ -62,8 +62,8 @@ def latency_table(folder: Path) -> dict:
 
 
 def run_robot(folder: Path):
-    """(scenario dict, RobotModel) of a run folder, checked against its trajectory.npz; a
-    ValueError says what is missing or inconsistent."""
+    """(scenario dict, RobotModel, trajectory) of a run folder, the trajectory checked against
+    the robot; a ValueError says what is missing or inconsistent."""
     from robots import get_robot
 
     folder = Path(folder)
@@ -76,14 +76,14 @@ def run_robot(folder: Path):
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{folder}/scenario.json is not a scenario with a robot ({exc})") from None
     model = get_robot(robot)
-    with np.load(folder / "trajectory.npz") as data:
-        if not data["q"].size:
-            raise ValueError(f"{folder}: the trajectory is empty (the run ended before its first tick)")
-        width = data["q"].shape[1] if data["q"].ndim == 2 else -1
+    traj = trajectory(folder)
+    if not traj["q"].size:
+        raise ValueError(f"{folder}: the trajectory is empty (the run ended before its first tick)")
+    width = traj["q"].shape[1] if traj["q"].ndim == 2 else -1
     if width != model.nq:
         raise ValueError(f"{folder}: trajectory.npz has {width} coordinates per row, robot {model.name} has "
                          f"{model.nq}: the folder's files are not from one run")
-    return scenario, model
+    return scenario, model, traj
 
 
 def trajectory(folder: Path) -> dict[str, np.ndarray]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .planar import _f  # the MJCF number format, shared
 from .spatial import REVOLUTE_AXES, Body, Frame
 
 # The quadrupeds of the example-robot-data package: URDF file and the names of the foot frames.
@@ -102,10 +103,6 @@ def load_urdf_tree(robot: str, feet: tuple[str, ...] | None = None) -> UrdfTree:
                     tuple(model.names[2:]), np.array(model.lowerPositionLimit[7:]),
                     np.array(model.upperPositionLimit[7:]), np.array(model.effortLimit[6:]),
                     float(sum(model.inertias[i].mass for i in range(model.njoints))), path)
-
-
-def _f(x: float) -> str:
-    return repr(float(x))
 
 
 def _quat_wxyz(R: np.ndarray) -> str:
