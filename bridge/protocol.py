@@ -96,13 +96,11 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
 @dataclass(frozen=True)
 class _Layout:
     """A schema without free dimensions, precomputed for the fast paths: the exact descriptor
-    bytes, each frame's byte size and shape, and per field (name, dtype, 2-D shape or None,
-    is float)."""
+    bytes, each frame's byte size, and per field (name, dtype, shape, is float)."""
 
     desc: bytes
     sizes: tuple[int, ...]
-    shapes: tuple[tuple, ...]
-    fields: tuple[tuple[str, np.dtype, tuple | None, bool], ...]
+    fields: tuple[tuple[str, np.dtype, tuple, bool], ...]
 
 
 @lru_cache(maxsize=256)
@@ -116,8 +114,8 @@ def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
         return None
     desc = b"".join(DESC.pack(i, DTYPE_CODES[dt], len(sh), *(sh + (0,) * (2 - len(sh))), 0)
                     for i, (_, dt, sh) in enumerate(fields))
-    return _Layout(desc, tuple(math.prod(sh) * dt.itemsize for _, dt, sh in fields), tuple(sh for _, _, sh in fields),
-                   tuple((name, dt, sh if len(sh) == 2 else None, dt.kind == "f") for name, dt, sh in fields))
+    return _Layout(desc, tuple(math.prod(sh) * dt.itemsize for _, dt, sh in fields),
+                   tuple((name, dt, sh, dt.kind == "f") for name, dt, sh in fields))
 
 
 def _all_finite(flat: np.ndarray) -> bool:
@@ -203,7 +201,7 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
         if len(arrays) != len(fast.fields):
             raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fast.fields)} arrays, got {len(arrays)}")
         frames = [head + fast.desc]
-        for (name, dtype, _, _), shape, a in zip(fast.fields, fast.shapes, arrays):
+        for (name, dtype, shape, _), a in zip(fast.fields, arrays):
             a = np.asarray(a)
             if a.dtype != dtype or a.shape != shape:
                 raise ValueError(f"{name}: {a.dtype} {a.shape}, the schema needs {dtype} {shape}")
@@ -284,15 +282,15 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     if fast is not None and len(frames) == 1 + count and head[FIXED.size:] == fast.desc:
         # fast path: the descriptors are exactly the schema's; only sizes and values remain
         arrays = {}
-        for (name, dtype, shape2, is_float), nbytes, got, frame in zip(fast.fields, fast.sizes, sizes[1:],
-                                                                          frames[1:]):
+        for (name, dtype, shape, is_float), nbytes, got, frame in zip(fast.fields, fast.sizes, sizes[1:],
+                                                                         frames[1:]):
             if got != nbytes:
                 raise ProtocolError("size", f"{name}: {got} bytes, the schema's {dtype} array has {nbytes}")
             arr = np.frombuffer(frame, dtype=dtype) if isinstance(frame, bytes) else \
                 np.frombuffer(memoryview(frame).cast("B"), dtype=dtype)
             if is_float and not _all_finite(arr):
                 raise ProtocolError("non_finite", f"{name} contains NaN or inf")
-            arrays[name] = arr if shape2 is None else arr.reshape(shape2)
+            arrays[name] = arr if len(shape) == 1 else arr.reshape(shape)
         if not math.isfinite(t):
             raise ProtocolError("non_finite", f"sim time {t}")
         return Message(msg_type, seq, t, wall_ns, arrays)
