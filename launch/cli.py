@@ -15,18 +15,18 @@ from typing import Sequence
 
 def robot_table(extra: Sequence[str] = ()) -> list[dict]:
     """One row per robot (registered and entry-point robots, then `extra` names or import
-    paths): name, nq, nv, nu, ncontacts (default parameters), source. A robot that cannot be
+    paths): name, dim (2: planar, 3), nq, nv, nu, ncontacts (default parameters), source. A robot that cannot be
     built (a broken entry point, say) gets its row with nq..ncontacts None and "error" saying why."""
     from robots import get_robot, robot_names
     from robots.registry import robot_source
 
     rows = []
     for name in dict.fromkeys([*robot_names(), *extra]):
-        row = {"name": name, "nq": None, "nv": None, "nu": None, "ncontacts": None, "source": "unknown"}
+        row = {"name": name, "dim": None, "nq": None, "nv": None, "nu": None, "ncontacts": None, "source": "unknown"}
         try:
             row["source"] = robot_source(name)
             m = get_robot(name)
-            row.update(nq=m.nq, nv=m.nv, nu=m.nu, ncontacts=m.nc)
+            row.update(dim=m.dim, nq=m.nq, nv=m.nv, nu=m.nu, ncontacts=m.nc)
         except ValueError as exc:
             row["error"] = str(exc)
         rows.append(row)
@@ -45,10 +45,11 @@ def cmd_robots(args: argparse.Namespace) -> int:
         from rich.table import Table
 
         table = Table(title="robots (python -m launch robots --json for machine-readable output)")
-        for col in ("name", "nq", "nv", "nu", "ncontacts", "source"):
-            table.add_column(col, justify="right" if col in ("nq", "nv", "nu", "ncontacts") else "left")
+        numbers = ("dim", "nq", "nv", "nu", "ncontacts")
+        for col in ("name", *numbers, "source"):
+            table.add_column(col, justify="right" if col in numbers else "left")
         for r in rows:
-            table.add_row(r["name"], *("-" if r[k] is None else str(r[k]) for k in ("nq", "nv", "nu", "ncontacts")),
+            table.add_row(r["name"], *("-" if r[k] is None else str(r[k]) for k in numbers),
                           r["source"])
         Console().print(table)
     for r in broken:

@@ -26,7 +26,7 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 @dataclass(frozen=True)
 class Scenario:
     """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal),
-    push_ns: impulse on the base, N s (0 = none), along push_axis ("x" horizontal, "z"
+    push_ns: impulse on the base, N s (0 = none), along push_axis ("x", "y" horizontal, "z"
     vertical) at push_at_s (None: mid-run)."""
 
     name: str

@@ -69,6 +69,13 @@ def quat_to_rot(quat) -> ca.SX:
     )
 
 
+def quaternion_rate_map(quat) -> ca.SX:
+    """E (4 x 3) with d quat/dt = E omega for a quaternion (x, y, z, w) and the angular velocity
+    omega in the rotated (body) frame: d quat/dt = quat * (omega / 2, 0)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    return 0.5 * ca.vertcat(ca.horzcat(w, -z, y), ca.horzcat(z, w, -x), ca.horzcat(-y, x, w), ca.horzcat(-x, -y, -z))
+
+
 def axis_rotation(axis, angle) -> ca.SX:
     """Rotation by `angle` (rad) about the unit `axis` (Rodrigues)."""
     k = ca.DM(axis)

@@ -19,10 +19,11 @@ def test_help_lists_commands():
         assert cmd in out.stdout
 
 
-def test_robots_json_lists_the_five_robots():
+def test_robots_json_lists_the_planar_and_3d_robots():
     out = run("robots", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
+    assert {r["name"]: r["dim"] for r in rows if r["dim"] == 3} == {"go1": 3, "a1": 3, "solo12": 3}
     table = {r["name"]: (r["nq"], r["nv"], r["nu"], r["ncontacts"]) for r in rows}
     assert table == {
         "point_mass": (1, 1, 1, 1),
@@ -30,6 +31,9 @@ def test_robots_json_lists_the_five_robots():
         "plate_springs": (3, 3, 0, 4),
         "hopper": (4, 4, 2, 1),
         "quadruped": (11, 11, 8, 4),
+        "go1": (19, 18, 12, 4),
+        "a1": (19, 18, 12, 4),
+        "solo12": (19, 18, 12, 4),
         "block": (3, 3, 0, 2),
     }
 
