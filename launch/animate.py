@@ -8,9 +8,10 @@ its MJCF (made from the same model) gives each body's capsules and spheres in th
 forces are arrows (1 mm per N, normal and tangential), the ground is the plane z = 0, ticks
 whose command came late (plant_ticks.csv `missed`) turn the time stamp red, and the MPC's plan
 of that tick (controller_horizon.npz, written by the controller client) is drawn as faded
-ghosts at a third, two thirds and the end of its horizon. Planar robots only (a 3D robot has
-no body_poses of this shape yet); the holes of a plan are not drawn (the plant's ground is
-flat). Frames are matplotlib (Agg) images piped to the ffmpeg that the
+ghosts at a third, two thirds and the end of its horizon (planar robots). A 3D robot is drawn
+from the side (world x-z): its skeleton, a line from each joint frame to its parent's (the
+MJCF's body tree), and its foot spheres; no meshes. The holes of a plan are not drawn (the
+plant's ground is flat). Frames are matplotlib (Agg) images piped to the ffmpeg that the
 `imageio-ffmpeg` wheel carries, H.264, real time at `fps` (default 30) divided by `slowmo`.
 """
 from __future__ import annotations
@@ -43,6 +44,26 @@ def body_shapes(mjcf: str) -> dict[str, list[tuple]]:
                 x, _, z = (float(s) for s in g.get("pos", "0 0 0").split())
                 own.append(("sphere", x, z, size[0]))
     return shapes
+
+
+def body_parents(mjcf: str) -> dict[str, str]:
+    """Per body name of a 3D model's MJCF, the name of its parent body (the root's: none), and
+    per foot geom name, the body that carries it."""
+    out = {}
+    for body in ET.fromstring(mjcf).iter("body"):
+        out.update({child.get("name"): body.get("name") for child in body.findall("body")})
+        out.update({g.get("name"): body.get("name") for g in body.findall("geom") if g.get("type") == "sphere"})
+    return out
+
+
+def _place_skeleton(poses: np.ndarray, feet: np.ndarray, links: list[tuple[int, int]], lines: list) -> np.ndarray:
+    """3D robots, seen from the side (world x-z): one line per (parent, child) body pair between
+    their joint-frame origins, then one per foot from its body to the foot's centre (`feet`,
+    contact points x, z; foot links have a negative child index -1 - contact); returns the origins (x, z)."""
+    for line, (a, b) in zip(lines, links):
+        end = poses[b, [0, 2]] if b >= 0 else feet[-1 - b]
+        line.set_data([poses[a, 0], end[0]], [poses[a, 2], end[1]])
+    return poses[:, [0, 2]]
 
 
 def _world(pose: np.ndarray, x: float, z: float) -> tuple[float, float]:
@@ -96,12 +117,18 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
         raise ValueError(f"{folder}: the trajectory is empty")
     if not model.body_names:
         raise ValueError(f"{model.name}: the model has no bodies to draw")
-    force = traj.get("force", np.zeros((len(t), model.nc, 2)))
+    force = traj.get("force", np.zeros((len(t), model.nc, 1 + model.n_tangent)))
     missed = read_csv(folder / "plant_ticks.csv").get("missed", np.zeros(len(t))) if \
         (folder / "plant_ticks.csv").exists() else np.zeros(len(t))
     shapes = body_shapes(model.mjcf)
+    body_index = {n: i for i, n in enumerate(model.body_names)}
+    links = []
+    if model.floating_base:
+        contact_index = {c.name: -1 - i for i, c in enumerate(model.contacts)}
+        links = [(body_index[p], body_index[c] if c in body_index else contact_index[c])
+                 for c, p in body_parents(model.mjcf).items() if c in body_index or c in contact_index]
     horizon = None  # the MPC's predicted q per tick (controller_horizon.npz), drawn as ghosts
-    if (folder / "controller_horizon.npz").exists():
+    if (folder / "controller_horizon.npz").exists() and not model.floating_base:
         with np.load(folder / "controller_horizon.npz") as data:
             horizon = data["q"] if data["q"].ndim == 3 and data["q"].shape[2] == model.nq else None
     ghost_stages = [] if horizon is None else sorted({horizon.shape[1] // 3, 2 * horizon.shape[1] // 3,
@@ -114,8 +141,10 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
 
     # the camera follows the base; the view spans the robot's size
+    side = [0, 2] if model.floating_base else [0, 1]  # 3D robots are drawn from the side (x-z)
     poses0 = fns.body_poses(q[0])
-    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([poses0[:, :2], fns.contact_points(q[0])]), axis=0).max()))
+    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([poses0[:, side], fns.contact_points(q[0])[:, side]]),
+                                         axis=0).max()))
     w, h = size
     fig = plt.figure(figsize=(w / 100, h / 100), dpi=100)
     ax = fig.add_axes([0.05, 0.07, 0.9, 0.88])
@@ -124,9 +153,11 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     ax.set_ylabel("z (m)")
     ax.axhline(0.0, color="0.3", lw=2)
     ax.axhspan(-1.0, 0.0, color="0.85")
-    n_caps = sum(1 for g in shapes.values() for s in g if s[0] == "capsule")
+    n_caps = len(links) if model.floating_base else sum(1 for g in shapes.values() for s in g if s[0] == "capsule")
     capsules = [ax.plot([], [], "-", color="tab:blue", lw=4, solid_capstyle="round")[0] for _ in range(n_caps)]
     spheres = [Circle((0, 0), s[3], color="tab:orange") for g in shapes.values() for s in g if s[0] == "sphere"]
+    if model.floating_base:  # one circle per foot, placed at its contact point
+        spheres = [Circle((0, 0), c.radius, color="tab:orange") for c in model.contacts]
     for c in spheres:
         ax.add_patch(c)
     ghosts = [[ax.plot([], [], "-", color="tab:blue", lw=3, alpha=0.12 + 0.1 * g, solid_capstyle="round")[0]
@@ -140,7 +171,6 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", macro_block_size=8,
                                          quality=6)
     writer.send(None)
-    body_index = {n: i for i, n in enumerate(model.body_names)}
     moving = [*(a for g in ghosts for a in g), *capsules, *spheres, joints, *arrows, stamp]
     for a in moving:  # drawn over a cached background (blitting): axes and ticks only on a new page
         a.set_animated(True)
@@ -149,7 +179,13 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     last_print = 0.0
     for k, i in enumerate(idx):
         poses = fns.body_poses(q[i])
-        o = _place_robot(poses, shapes, body_index, capsules, spheres)
+        feet = fns.contact_points(q[i])[:, side]
+        if model.floating_base:
+            o = _place_skeleton(poses, feet, links, capsules)
+            for c, foot in zip(spheres, feet):
+                c.center = (foot[0], foot[1] + c.radius)
+        else:
+            o = _place_robot(poses, shapes, body_index, capsules, spheres)
         joints.set_data(o[:, 0], o[:, 1])
         for g, stage in enumerate(ghost_stages):  # the plan made from this state: STATE i + 1 carried it
             plan_q = horizon[min(i + 1, len(horizon) - 1), stage]
@@ -158,9 +194,8 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
                 _place_robot(fns.body_poses(plan_q), shapes, body_index, ghosts[g])
             for line in ghosts[g]:
                 line.set_visible(visible)
-        feet = fns.contact_points(q[i])
         for c in range(model.nc):
-            fn, ft = force[i, c]
+            fn, ft = force[i, c, 0], force[i, c, 1]
             arrows[c].set_data([feet[c, 0], feet[c, 0] + FORCE_SCALE_M_PER_N * ft],
                                [feet[c, 1], feet[c, 1] + FORCE_SCALE_M_PER_N * fn])
         # the camera pages: it moves by 60 % of the view when the base leaves the middle 60 %

@@ -242,8 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", help="override the controller (pd, mpc)")
     p.add_argument("--push", type=float, default=None, metavar="N",
                    help="push of N newton-seconds on the base (horizontal, at mid-run by default)")
-    p.add_argument("--push-axis", choices=("x", "z"), default=None,
-                   help="direction of the push: x horizontal (default), z vertical (up)")
+    p.add_argument("--push-axis", choices=("x", "y", "z"), default=None,
+                   help="direction of the push: x (default) or y horizontal (y: 3D robots), z vertical (up)")
     p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-animation", action="store_true", help="skip RUN_DIR/animation.mp4 (rendered after the run)")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import holes_metrics, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
+from .runfolder import base_names, holes_metrics, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
 from .scenario import Scenario
 
 
@@ -108,7 +108,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
                            f"{list(exit_codes)}; logs in {folder}):{tails}")
     plant = json.loads((folder / "plant_summary.json").read_text())
     table = latency_table(folder)
-    q0_z = model.q0[model.q_names.index("z")] if "z" in model.q_names else None
+    z_name = base_names(list(model.q_names))[1]
+    q0_z = model.q0[model.q_names.index(z_name)] if z_name in model.q_names else None
     metrics = task_metrics(folder, q0_z)
     ctrl = read_csv(folder / "controller_ticks.csv")
     targets = scenario.controller_options if scenario.controller == "mpc" else {}

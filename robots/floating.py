@@ -43,13 +43,27 @@ def standing_height(tree: UrdfTree, joints: np.ndarray, radius: float) -> float:
     return radius - lowest
 
 
+def resting_configuration(model: RobotModel, joints) -> np.ndarray:
+    """q (nq) of a floating-base `model` with joint angles `joints` (rad, nu), the base level at
+    the origin's x, y and at the height where its lowest contact touches z = 0."""
+    from .numeric import numeric
+
+    joints = np.asarray(joints, dtype=float)
+    if joints.shape != (model.nu,):
+        raise ValueError(f"{model.name}: a pose needs {model.nu} joint angles, got shape {joints.shape}")
+    q = np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], joints])
+    q[2] = -float(np.min(numeric(model, verbose=False).contact_gap(q)))
+    return q
+
+
 def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarray, gravity: float = 9.81,
                          params: dict | None = None) -> RobotModel:
     """The `RobotModel` of a floating-base tree (module docstring).
 
     stance: joint angles (rad, nu) of the standing pose; q0 is that pose with the base level at
     the height where the lowest foot touches the ground. params: documented numbers, hashed
-    with the model.
+    with the model; params["poses"] (name -> nu joint angles) are the named start poses a
+    scenario can ask for (`launch.scenario.Scenario.start_pose`).
     """
     bodies = list(tree.bodies)
     nq, nv = tree.nq, tree.nv
@@ -84,7 +98,7 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
         potential_energy=potential,
         B=B,
         contacts=tuple(contacts),
-        body_poses=ca.vertcat(*[p.T for _, p in world]),
+        body_poses=ca.vertcat(*[ca.horzcat(p.T, ca.reshape(R.T, 1, 9)) for R, p in world]),
         body_names=tuple(b.name for b in bodies),
         gravity=gravity,
         q0=q0,

@@ -85,8 +85,9 @@ class RobotModel:
         kinetic_energy, potential_energy: SX scalars, J (potential includes springs).
         B: numeric actuation matrix (nv x nu).
         contacts: the robot's contacts, in a fixed order.
-        body_poses: SX (nb x 3), for drawing: planar robots each body's origin (x, z) and pitch
-            angle; 3D robots each body's joint-frame origin (x, y, z) in the world.
+        body_poses: SX, for drawing: planar robots (nb x 3) each body's origin (x, z) and pitch
+            angle; 3D robots (nb x 12) each body's joint frame in the world, its origin (x, y, z)
+            then its rotation matrix row by row.
         body_names: names of the rows of body_poses.
         gravity: magnitude of gravity, m/s^2, acting along -z.
         q0: a nominal configuration (e.g. standing), used as a default initial state.

@@ -82,9 +82,9 @@ class NumericRobot:
         return float(tv[0]), float(tv[1])
 
     def body_poses(self, q) -> np.ndarray:
-        """Body poses for drawing (nb x 3): planar x (m), z (m), angle about +y (rad); 3D the
-        joint-frame origins (x, y, z) in m."""
-        return self.raw["body_poses"](self._q(q)).reshape(len(self.model.body_names), 3)
+        """Body poses for drawing: planar (nb x 3) x (m), z (m), angle about +y (rad); 3D
+        (nb x 12) the joint frames' origins (x, y, z) in m, then their rotation matrices row by row."""
+        return self.raw["body_poses"](self._q(q)).reshape(len(self.model.body_names), -1)
 
     def contact_bias_accelerations(self, q, v) -> tuple[np.ndarray, np.ndarray]:
         """(dJn/dt v, dJt/dt v), (nc) and (nc n_tangent), m/s^2: the velocity-product part of

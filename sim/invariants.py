@@ -5,7 +5,9 @@ Checked (`Invariants.check`):
 - q and v are finite;
 - every contact's gap phi >= -penetration_limit (m): a foot deeper than that has fallen
   through the ground (compliant plants rest at a few mm; the rigid plant at ~0);
-- a floating base's quaternion has norm 1 within QUATERNION_TOL (3D robots).
+- a floating base's quaternion has norm 1 within QUATERNION_TOL, and its origin is not deeper
+  than the penetration limit below the ground (3D robots: only the feet are contacts, so a
+  collapsed robot's body would otherwise sink through the floor unnoticed).
 
 The result is one line, empty when all hold, carried by `PlantState.violation`. A plant never
 raises out of `step` for a physics failure (non-finite state, Zeno accumulation, a solver that
@@ -91,11 +93,14 @@ class Invariants:
         return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
 
     def check_quaternion(self, t: float, q: np.ndarray) -> str:
-        """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL, else why not."""
+        """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL and its
+        origin q[2] is above -limit, else why not."""
         norm = math.sqrt(float(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]))
-        if abs(norm - 1.0) <= QUATERNION_TOL:
-            return ""
-        return f"base quaternion norm {norm:.12g} is not 1 (tolerance {QUATERNION_TOL:g}) at t={t:.6g} s"
+        if abs(norm - 1.0) > QUATERNION_TOL:
+            return f"base quaternion norm {norm:.12g} is not 1 (tolerance {QUATERNION_TOL:g}) at t={t:.6g} s"
+        if q[2] < -self.limit:
+            return f"base origin {q[2]:.3f} m below the ground (limit -{self.limit:.3f} m) at t={t:.6g} s"
+        return ""
 
     def report(self, violation: str) -> None:
         """Print `violation` to stderr once (until `reset_report`)."""

@@ -137,6 +137,13 @@ def checked_reset(model: RobotModel, q, v, t) -> tuple[np.ndarray, np.ndarray, f
     return q, v, float(t)
 
 
+def require_planar(model: RobotModel, plant: str) -> None:
+    """Raise ValueError if `model` is a 3D (floating-base) robot: the `plant` runs planar robots only."""
+    if model.floating_base or model.nq != model.nv:
+        raise ValueError(f"{model.name} is a 3D robot (floating base, nq {model.nq}, nv {model.nv}); the {plant} plant "
+                         "runs planar robots only: use the mujoco plant (--plant mujoco) for it")
+
+
 def checked_dt(model: RobotModel, dt) -> float:
     """A plant step's dt (s), validated: a finite number >= 0."""
     if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt)) or dt < 0:

@@ -54,7 +54,7 @@ def build_quadruped(name: str, **overrides):
 
         tree = replace(tree, u_max=np.full(tree.nv - 6, spec.u_max))
     return build_floating_robot(tree, feet, stance=np.array(spec.stance),
-                                params={"lying": list(spec.lying), "u_max_override": spec.u_max})
+                                params={"poses": {"lying": list(spec.lying)}, "u_max_override": spec.u_max})
 
 
 def go1(**overrides):

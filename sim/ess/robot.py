@@ -47,7 +47,7 @@ from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel, check_vector
 
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, LatchedViolation
-from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
+from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok, require_planar
 from . import kernel as K
 from . import static_call
 from .static_call import drop_stale_cache, static
@@ -674,8 +674,7 @@ class EssPlant(LatchedViolation):
                  w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
                  penetration_limit_m: float | None = None,
                  cache_dir: Path | str | None = None, verbose: bool = True):
-        if model.nq != model.nv:
-            raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
+        require_planar(model, "ESS")
         if model.nc == 0:
             raise ValueError(f"{model.name}: the ESS plant needs at least one contact")
         soft = [c.name for c in model.contacts if c.stiffness <= 0]
