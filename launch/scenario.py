@@ -93,6 +93,13 @@ class Scenario:
 
         if self.push_axis not in PUSH_AXES:
             raise ValueError(f"scenario {self.name!r}: push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
+        if self.push_ns and ":" not in self.robot:  # a planar robot is pushed along one of its base coordinates
+            from robots import get_robot
+
+            model = get_robot(self.robot)
+            if not model.floating_base and self.push_axis not in model.q_names:
+                raise ValueError(f"scenario {self.name!r}: {model.name} is planar (x-z): it cannot be pushed along "
+                                 f"{self.push_axis!r}; use push_axis 'x' or 'z'")
         if self.push_at_s is not None and not 0 < self.push_at_s < self.duration_s:
             raise ValueError(f"scenario {self.name!r}: push_at_s must be inside the run (0, {self.duration_s}) s, "
                              f"got {self.push_at_s}")

@@ -19,7 +19,7 @@ import casadi as ca
 import numpy as np
 
 from .model import Contact, RobotModel
-from .spatial import frame_kinematics, inverse_dynamics, placements
+from .spatial import frame_kinematics, gravity_vector, inverse_dynamics, placements
 from .urdf import UrdfTree, to_mjcf
 
 
@@ -56,14 +56,16 @@ def resting_configuration(model: RobotModel, joints) -> np.ndarray:
     return q
 
 
-def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarray, gravity: float = 9.81,
+def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarray, gravity=9.81,
                          params: dict | None = None) -> RobotModel:
     """The `RobotModel` of a floating-base tree (module docstring).
 
     stance: joint angles (rad, nu) of the standing pose; q0 is that pose with the base level at
     the height where the lowest foot touches the ground. params: documented numbers, hashed
     with the model; params["poses"] (name -> nu joint angles) are the named start poses a
-    scenario can ask for (`launch.scenario.Scenario.start_pose`).
+    scenario can ask for (`launch.scenario.Scenario.start_pose`). gravity: g along -z (m/s^2),
+    or a gravity vector (a tilted one stands for an inclined ground; the model's `gravity` is
+    then its magnitude).
     """
     bodies = list(tree.bodies)
     nq, nv = tree.nq, tree.nv
@@ -76,7 +78,8 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
     M = ca.substitute(ca.jacobian(tau, a), v, ca.SX.zeros(nv))
     h = ca.substitute(tau, a, ca.SX.zeros(nv))
     world = placements(bodies, q)
-    potential = sum(b.mass * gravity * (R @ ca.DM(b.com) + p)[2] for b, (R, p) in zip(bodies, world))
+    g_vec = gravity_vector(gravity)
+    potential = sum(-b.mass * ca.dot(ca.DM(g_vec), R @ ca.DM(b.com) + p) for b, (R, p) in zip(bodies, world))
     contacts = []
     for fr in tree.feet:
         pos, _ = frame_kinematics(bodies, fr, q, v)
@@ -100,12 +103,12 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
         contacts=tuple(contacts),
         body_poses=ca.vertcat(*[ca.horzcat(p.T, ca.reshape(R.T, 1, 9)) for R, p in world]),
         body_names=tuple(b.name for b in bodies),
-        gravity=gravity,
+        gravity=float(np.linalg.norm(g_vec)),
         q0=q0,
         u_max=tree.u_max,
-        params={"urdf": tree.path.name, "mass_kg": tree.mass, "foot_radius": feet.radius, "mu": feet.mu,
+        params={"source": tree.path.name, "mass_kg": tree.mass, "foot_radius": feet.radius, "mu": feet.mu,
                 "k_contact": feet.stiffness, "b_contact": feet.damping, "stance": stance.tolist(), **(params or {})},
-        mjcf=to_mjcf(tree, foot_radius=feet.radius, mu=feet.mu),
+        mjcf=to_mjcf(tree, foot_radius=feet.radius, mu=feet.mu, gravity=g_vec),
         q_min=np.concatenate([np.full(7, -np.inf), tree.q_min]),
         q_max=np.concatenate([np.full(7, np.inf), tree.q_max]),
         floating_base=True,
