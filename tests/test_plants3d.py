@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from scipy.spatial.transform import Rotation
 
 from robots import get_robot, numeric
@@ -106,3 +107,67 @@ def test_go1_dropped_on_ess_rests_within_1cm_of_mujoco():
         assert s.force[:, 0].sum() == pytest.approx(model.params["mass_kg"] * 9.81, rel=0.02)
         heights[name] = s.q[2]
     assert abs(heights["ess"] - heights["mujoco"]) < 0.01, heights
+
+
+_GO1_PLANTS: dict = {}  # one compiled plant per name, reused across the examples below
+
+
+def _throw(plant, drop, rpy, v_lin, v_ang, kp, noise, seed):
+    """Go1 thrown at the ground under a noisy stand PD for 1.5 s (or until a violation): the
+    final state, the largest tilt (rad) and the lowest base height (m) before it."""
+    from launch.runfolder import tilt_angle
+    from mpc.controllers import stance_feedforward
+
+    model = get_robot("go1")
+    if plant not in _GO1_PLANTS:
+        _GO1_PLANTS[plant] = make_plant(plant, model)
+    p, rng = _GO1_PLANTS[plant], np.random.default_rng(seed)
+    q0 = model.q0.copy()
+    q0[3:7] = Rotation.from_euler("xyz", rpy).as_quat()
+    q0[2] += drop + 0.1 * max(abs(rpy[0]), abs(rpy[1]))  # tilted: feet clear of the ground
+    s = p.reset(q0, np.concatenate([v_lin, v_ang, np.zeros(12)]))
+    ff = stance_feedforward(model, model.q0)
+    worst_tilt, lowest = 0.0, np.inf
+    for _ in range(150):
+        cmd = JointCommand(ff * (1 + noise * rng.uniform(-1, 1, 12)), model.q0[7:] + noise * rng.uniform(-0.1, 0.1, 12),
+                           np.zeros(12), np.full(12, kp), np.full(12, 2.0))
+        s = p.step(cmd, 0.01)
+        assert abs(np.linalg.norm(s.q[3:7]) - 1.0) < 1e-9
+        if s.violation:
+            break
+        worst_tilt, lowest = max(worst_tilt, tilt_angle(s.q[None, 3:7])[0]), min(lowest, s.q[2])
+    return s, worst_tilt, lowest
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(plant=st.sampled_from(sorted(PLANTS_3D)), drop=st.floats(0.0, 0.3),
+       rpy=st.tuples(st.floats(-0.5, 0.5), st.floats(-0.5, 0.5), st.floats(-math.pi, math.pi)),
+       v_lin=st.tuples(*[st.floats(-1.0, 1.0)] * 3), v_ang=st.tuples(*[st.floats(-2.0, 2.0)] * 3),
+       kp=st.floats(60.0, 150.0), noise=st.floats(0.0, 0.3), seed=st.integers(0, 2**31 - 1))
+def test_go1_thrown_at_the_ground_never_loses_the_robot(plant, drop, rpy, v_lin, v_ang, kp, noise, seed):
+    """Go1 thrown at the ground (drop height, tilt up to 0.5 rad, any heading, base velocities up
+    to 1 m/s and 2 rad/s) under a noisy stand PD: never an exception, the quaternion unit to
+    1e-9, and no invariant violation but one: a robot that topples lands on its body, which has
+    no contacts (only the feet are), and the plant ends the run with "base origin below the
+    ground" (say so, never sink silently); only after the base tilted past 0.3 rad or sank
+    below 10 cm."""
+    s, worst_tilt, lowest = _throw(plant, drop, rpy, v_lin, v_ang, kp, noise, seed)
+    if s.violation:
+        assert "base origin" in s.violation and "below the ground" in s.violation, s.violation
+        assert worst_tilt > 0.3 or lowest < 0.1, (s.violation, worst_tilt, lowest)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, database=None)
+@given(plant=st.sampled_from(sorted(PLANTS_3D)), drop=st.floats(0.0, 0.3),
+       rpy=st.tuples(st.floats(-0.15, 0.15), st.floats(-0.15, 0.15), st.floats(-math.pi, math.pi)),
+       v_lin=st.tuples(*[st.floats(-0.17, 0.17)] * 3), v_ang=st.tuples(*[st.floats(-0.3, 0.3)] * 3),
+       kp=st.floats(60.0, 150.0), noise=st.floats(0.0, 0.3), seed=st.integers(0, 2**31 - 1))
+def test_go1_landing_gently_stands(plant, drop, rpy, v_lin, v_ang, kp, noise, seed):
+    """A gentle landing (tilt up to 0.15 rad, base speeds up to 0.3 m/s and 0.5 rad/s) under the
+    noisy stand PD ends standing after 1.5 s: no violation, level within 0.1 rad, base within
+    3 cm of the standing height."""
+    from launch.runfolder import tilt_angle
+
+    s, _, _ = _throw(plant, drop, rpy, v_lin, v_ang, kp, noise, seed)
+    assert not s.violation, s.violation
+    assert tilt_angle(s.q[None, 3:7])[0] < 0.1 and abs(s.q[2] - get_robot("go1").q0[2]) < 0.03, s.q[:7]
