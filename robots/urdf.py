@@ -65,7 +65,11 @@ def example_robot_path(relative: str) -> Path:
 def load_urdf_tree(robot: str, feet: tuple[str, ...] | None = None) -> UrdfTree:
     """The tree of `robot`: a name of EXAMPLE_ROBOTS or a path to a URDF file (then `feet`, the
     names of its foot frames, is required). The base becomes a free-flyer joint."""
-    import pinocchio as pin
+    try:
+        import pinocchio as pin
+    except ImportError:
+        raise ValueError("the 3D robots need pinocchio's URDF parser: pip install pin (it is in this project's "
+                         "dev extra)") from None
 
     if robot in EXAMPLE_ROBOTS:
         relative, default_feet = EXAMPLE_ROBOTS[robot]

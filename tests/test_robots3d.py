@@ -94,3 +94,22 @@ def test_integrate_and_velocity_map_agree(robot):
 def test_bad_parameters_name_the_field():
     with pytest.raises(ValueError, match="unknown parameters"):
         get_robot("go1", stiffnes=1.0)
+
+
+def test_the_3d_doc_example_runs(capsys):
+    """docs/ROBOTS3D.md's Python block runs as written and prints what its comments say."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ROBOTS3D.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", doc, re.S | re.M)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "docs/ROBOTS3D.md", "exec"), {"__name__": "robots3d_doc"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "19 18 12 4"
+    import ast
+
+    assert ast.literal_eval(out[1]) == [0.0, 0.0, 0.285, 0.0, 0.0, 0.0, 1.0]
+    quat, norm = out[2].rsplit(" ", 1)
+    np.testing.assert_allclose(ast.literal_eval(quat), [np.sin(0.05), 0.0, 0.0, np.cos(0.05)], atol=1e-4)
+    assert abs(float(norm) - 1.0) < 1e-12
