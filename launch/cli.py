@@ -139,6 +139,14 @@ def cmd_animate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Serve a run folder's interactive 3D replay in the browser until Ctrl-C."""
+    from .view import serve
+
+    serve(args.run, host=args.host, port=args.port)
+    return 0
+
+
 def cmd_serve_plant(args: argparse.Namespace) -> int:
     """Run a plant alone for an outside controller (see docs/PROTOCOL.md)."""
     import time
@@ -284,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F", help="F times slower than real time")
     p.add_argument("--fps", type=int, default=30, help="frames per second of video (default %(default)s)")
     p.set_defaults(func=cmd_animate)
+
+    p = sub.add_parser("view", help="serve a run folder's interactive 3D replay in the browser (viser)")
+    p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
+    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default %(default)s)")
+    p.add_argument("--port", type=int, default=8080, help="port (default %(default)s)")
+    p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("mcap", help="write a run folder's run.mcap (for Foxglove): poses, joints, contacts, timing")
     p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")

@@ -126,6 +126,21 @@ def task_metrics(folder: Path, q0_z: float | None) -> dict:
     return out
 
 
+def worst_complementarity(ctrl: dict, model) -> dict | None:
+    """The MPC tick whose executed stage had the largest complementarity product |a b|: its tick,
+    the pair (mpc.contact_ocp.PAIR_NAMES), the contact, a and b; None without the columns."""
+    comp, pair = ctrl.get("complementarity"), ctrl.get("complementarity_pair")
+    if comp is None or pair is None or not comp.size or not np.isfinite(comp).any():
+        return None
+    from mpc.contact_ocp import PAIR_NAMES
+
+    k = int(np.nanargmax(comp))
+    p = int(pair[k])
+    return {"tick": k, "product": float(comp[k]), "pair": PAIR_NAMES[p // model.nc],
+            "contact": model.contacts[p % model.nc].name, "a": float(ctrl["complementarity_a"][k]),
+            "b": float(ctrl["complementarity_b"][k])}
+
+
 def tilt_angle(quat: np.ndarray) -> np.ndarray:
     """Angle (rad) between the base's z axis and the world's, per row of quaternions (x, y, z, w)."""
     x, y = quat[:, 0], quat[:, 1]
