@@ -22,8 +22,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def _listen(port: int, seconds: float) -> tuple[dict, dict]:
-    """Connect (retrying while the run starts), subscribe to every channel, count messages per topic."""
+async def _listen(port: int, enough: int, seconds: float = 60.0) -> tuple[dict, dict]:
+    """Connect (retrying while the run starts), subscribe to every channel, count messages per
+    topic until every topic has `enough` (or `seconds` have passed: the plant and controller
+    start after the live server, a few seconds on a loaded machine)."""
     import websockets
 
     deadline = time.monotonic() + 60
@@ -37,7 +39,7 @@ async def _listen(port: int, seconds: float) -> tuple[dict, dict]:
     topics, counts = {}, {}
     async with ws:
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (len(counts) == len(TOPICS) and min(counts.values()) >= enough):
             try:
                 msg = await asyncio.wait_for(ws.recv(), 0.5)
             except asyncio.TimeoutError:
@@ -64,7 +66,7 @@ def test_live_run_streams_every_channel_to_foxglove(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        topics, counts = asyncio.run(_listen(port, 2.0))
+        topics, counts = asyncio.run(_listen(port, enough=50))
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
