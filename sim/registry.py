@@ -4,7 +4,7 @@ from __future__ import annotations
 from robots.model import RobotModel
 
 PLANTS = ("ess", "nmdp", "hybrid", "mujoco")
-PLANAR_ONLY = ("nmdp", "hybrid")  # plants whose kernels assume nq == nv and one tangent per contact
+PLANAR_ONLY = ("hybrid",)  # plants whose kernels assume nq == nv and one tangent per contact
 
 
 def check_plant_for(name: str, model: RobotModel) -> None:

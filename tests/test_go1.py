@@ -1,5 +1,5 @@
 """Go1 through the plant protocol, the bridge (wire protocol v2) and the run folder: the 3D path
-of issue 27 (MuJoCo and ESS run 3D robots; the NMDP and hybrid plants refuse them with a clear error)."""
+of issue 27 (ESS, NMDP and MuJoCo run 3D robots; the hybrid plant refuses them with a clear error)."""
 from __future__ import annotations
 
 import json
@@ -52,7 +52,7 @@ def test_go1_dropped_on_mujoco_comes_to_rest_at_its_standing_height():
 def test_planar_only_plants_refuse_3d_robots_by_name():
     from launch.scenario import load_scenario
 
-    for name in ("nmdp", "hybrid"):
+    for name in ("hybrid",):
         with pytest.raises(ValueError, match="go1 is a 3D robot.*--plant ess|mujoco"):
             make_plant(name, GO1)
         with pytest.raises(ValueError, match="scenario 'go1-stand': go1 is a 3D robot"):  # before any process starts

@@ -63,13 +63,13 @@ def test_generated_jacobians_match_finite_differences():
     def residual(x, a=alpha):
         return fn(q, v, x, a, [dt], cmd, cp)[0]
 
-    R, K, Kzo, W, cap = fn(q, v, v1, alpha, [dt], cmd, cp)
+    R, K, Kzo, W, cap, _ = fn(q, v, v1, alpha, [dt], cmd, cp)
     K = K.reshape(nv, nv)
     fd = np.column_stack([(residual(v1 + h) - residual(v1 - h)) / 2e-7 for h in 1e-7 * np.eye(nv)])
     np.testing.assert_allclose(K, fd, rtol=1e-5, atol=1e-6)
     assert cap[0] > 0
     assert np.abs(K - Kzo.reshape(nv, nv)).max() > 1e-3  # the capacity's q-derivative matters here
-    _, K0, Kzo0, _, _ = fn(q, v, v1, np.zeros(2 * nc), [dt], cmd, cp)
+    _, K0, Kzo0, _, _, _ = fn(q, v, v1, np.zeros(2 * nc), [dt], cmd, cp)
     np.testing.assert_allclose(K0, Kzo0, atol=1e-12)  # ... and drops out when the contact is idle
 
 

@@ -1,7 +1,8 @@
 """Physics of the 3D plants (ESS and MuJoCo) on floating-base robots (issue 27): a box on an
 incline tilted about an axis aligned with neither x nor y sticks or slides as Coulomb says; a
 tumbling box in flight conserves energy and angular momentum; go1 dropped under joint PD rests
-where MuJoCo's does. The NMDP and hybrid plants run planar robots only (tests/test_go1.py)."""
+where MuJoCo's does; on ESS, MuJoCo and NMDP. The hybrid plant runs planar robots only
+(tests/test_go1.py)."""
 from __future__ import annotations
 
 import math
@@ -16,7 +17,8 @@ from robots.library.box3d import incline_gravity
 from sim.protocol import JointCommand
 from sim.registry import make_plant
 
-PLANTS_3D = {"ess": {"slip_speed": 1e-3}, "mujoco": {}}  # ESS: a tight tanh law, so that sticking creeps < 1 mm/s
+PLANTS_3D = {"ess": {"slip_speed": 1e-3}, "mujoco": {}, "nmdp": {}}  # ESS: a tight tanh law, so that sticking creeps < 1 mm/s
+FAST_3D = ("ess", "mujoco")  # NMDP runs go1 at a fifth of real time: kept out of the many-example properties
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS_3D))
@@ -55,7 +57,8 @@ def test_tumbling_box_in_flight_conserves_energy_and_angular_momentum(plant, rec
     """Thrown spinning about all three axes, 1 s of flight without contact: the drift of the
     mechanical energy (relative to the kinetic energy) and of the world angular momentum about
     the centre of mass, R I omega (relative to its size), at the plant's default tolerances.
-    Measured: ESS 1.7e-5 and 1.0e-6; MuJoCo (implicitfast, first order, 1 ms) 1.0e-2 and 4.2e-3."""
+    Measured: ESS 1.7e-5 and 1.0e-6; MuJoCo (implicitfast, first order, 1 ms) 1.0e-2 and 4.2e-3;
+    NMDP (backward Euler at 1 ms, dissipative by design) 2.3e-2 and 4.2e-3."""
     model = get_robot("box3d")
     fns = numeric(model)
     p = make_plant(plant, model)
@@ -80,11 +83,11 @@ def test_tumbling_box_in_flight_conserves_energy_and_angular_momentum(plant, rec
     record_property("energy_drift", energy_drift)
     record_property("angular_momentum_drift", momentum_drift)
     print(f"{plant}: energy drift {energy_drift:.2e}, angular momentum drift {momentum_drift:.2e}")
-    bound = {"ess": 1e-3, "mujoco": 3e-2}[plant]
+    bound = {"ess": 1e-3, "mujoco": 3e-2, "nmdp": 5e-2}[plant]
     assert energy_drift < bound and momentum_drift < bound
 
 
-def test_go1_dropped_on_ess_rests_within_1cm_of_mujoco():
+def test_go1_dropped_on_ess_and_nmdp_rests_within_1cm_of_mujoco():
     """Go1 dropped from 0.1 m under joint PD at its standing pose (stance feed-forward): after 2 s
     both plants are at rest, their base heights within 1 cm, the feet above each plant's stated
     penetration limit, the quaternion unit to 1e-9."""
@@ -94,7 +97,7 @@ def test_go1_dropped_on_ess_rests_within_1cm_of_mujoco():
     cmd = JointCommand(stance_feedforward(model, model.q0), model.q0[7:].copy(), np.zeros(12), np.full(12, 60.0),
                        np.full(12, 2.0))
     heights = {}
-    for name in ("ess", "mujoco"):
+    for name in ("ess", "mujoco", "nmdp"):
         p = make_plant(name, model)
         q0 = model.q0.copy()
         q0[2] += 0.1
@@ -106,7 +109,7 @@ def test_go1_dropped_on_ess_rests_within_1cm_of_mujoco():
         assert np.abs(s.v).max() < 1e-2 and s.contact.all(), name
         assert s.force[:, 0].sum() == pytest.approx(model.params["mass_kg"] * 9.81, rel=0.02)
         heights[name] = s.q[2]
-    assert abs(heights["ess"] - heights["mujoco"]) < 0.01, heights
+    assert abs(heights["ess"] - heights["mujoco"]) < 0.01 and abs(heights["nmdp"] - heights["mujoco"]) < 0.01, heights
 
 
 _GO1_PLANTS: dict = {}  # one compiled plant per name, reused across the examples below
@@ -140,7 +143,7 @@ def _throw(plant, drop, rpy, v_lin, v_ang, kp, noise, seed):
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
-@given(plant=st.sampled_from(sorted(PLANTS_3D)), drop=st.floats(0.0, 0.3),
+@given(plant=st.sampled_from(FAST_3D), drop=st.floats(0.0, 0.3),
        rpy=st.tuples(st.floats(-0.5, 0.5), st.floats(-0.5, 0.5), st.floats(-math.pi, math.pi)),
        v_lin=st.tuples(*[st.floats(-1.0, 1.0)] * 3), v_ang=st.tuples(*[st.floats(-2.0, 2.0)] * 3),
        kp=st.floats(60.0, 150.0), noise=st.floats(0.0, 0.3), seed=st.integers(0, 2**31 - 1))
@@ -158,7 +161,7 @@ def test_go1_thrown_at_the_ground_never_loses_the_robot(plant, drop, rpy, v_lin,
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, database=None)
-@given(plant=st.sampled_from(sorted(PLANTS_3D)), drop=st.floats(0.0, 0.3),
+@given(plant=st.sampled_from(FAST_3D), drop=st.floats(0.0, 0.3),
        rpy=st.tuples(st.floats(-0.15, 0.15), st.floats(-0.15, 0.15), st.floats(-math.pi, math.pi)),
        v_lin=st.tuples(*[st.floats(-0.17, 0.17)] * 3), v_ang=st.tuples(*[st.floats(-0.3, 0.3)] * 3),
        kp=st.floats(60.0, 150.0), noise=st.floats(0.0, 0.3), seed=st.integers(0, 2**31 - 1))

@@ -59,22 +59,24 @@ STAT_NAMES = ("iters", "newton", "substeps", "halvings", "min_dt", "ls_stops", "
 
 
 @njit(cache=True)
-def _eval_implicit(addr, imp_in, imp_out, v1, alpha, nv, na):
-    """R, K, Kzo, W, cap at (v1, alpha); the rest of imp_in was filled by `_setup_implicit`."""
+def _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na):
+    """R, K, Kzo, W, cap, theta at (v1, alpha); the rest of imp_in ([q (nq), v (nv), v1 (nv),
+    alpha (na), dt, cmd, cp]) was filled by `_setup_implicit`."""
     for i in range(nv):
-        imp_in[2 * nv + i] = v1[i]
+        imp_in[nq + nv + i] = v1[i]
     for j in range(na):
-        imp_in[3 * nv + j] = alpha[j]
+        imp_in[nq + 2 * nv + j] = alpha[j]
     call_flat(addr[0], imp_in.ctypes.data, imp_out.ctypes.data)
 
 
 @njit(cache=True)
-def _setup_implicit(imp_in, q, v, dt, cmd, cp, nv, na):
+def _setup_implicit(imp_in, q, v, dt, cmd, cp, nq, nv, na):
     """Fill the parts of nmdp_implicit's input that are fixed during a substep."""
-    for i in range(nv):
+    for i in range(nq):
         imp_in[i] = q[i]
-        imp_in[nv + i] = v[i]
-    o = 3 * nv + na
+    for i in range(nv):
+        imp_in[nq + i] = v[i]
+    o = nq + 2 * nv + na
     imp_in[o] = dt
     for i in range(cmd.shape[0]):
         imp_in[o + 1 + i] = cmd[i]
@@ -92,7 +94,7 @@ def _rnorm(out, nv):
 
 
 @njit(cache=True)
-def project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max_newton):
+def project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton):
     """Newton's method on R(v1; alpha) = 0 from the given v1 (updated in place).
 
     Returns (status, Newton iterations). On OK, imp_out holds R, K, Kzo, W, cap at the
@@ -102,7 +104,7 @@ def project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max
     prev = np.inf
     koff = nv + nv * nv if zo else nv
     for it in range(max_newton + 1):
-        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nv, na)
+        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
         r = _rnorm(imp_out, nv)
         if not np.isfinite(r):
             return DIVERGED, it
@@ -124,22 +126,23 @@ def project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max
 
 
 @njit(cache=True)
-def _pd_metric(S, rhs, q, v, dt, cmd, joints, umax):
+def _pd_metric(S, rhs, q, v, dt, cmd, joints, umax):  # joints: index into v; into q + (nq - nv)
     """Add the stable PD's implicit terms to S (joint diagonal: dt kd + dt^2 kp) and its explicit
     part to rhs (dt (tau_ff + kp (q_des - q) + kd v_des)); a joint whose torque predicted at
     v1 = v saturates adds its limit to rhs instead (N s or N m s)."""
     nu = joints.shape[0]
+    shift = q.shape[0] - v.shape[0]
     for a in range(nu):
         j = joints[a]
         kp, kd = cmd[3 * nu + a], cmd[4 * nu + a]
-        pred = cmd[a] + kp * (cmd[nu + a] - q[j] - dt * v[j]) + kd * (cmd[2 * nu + a] - v[j])
+        pred = cmd[a] + kp * (cmd[nu + a] - q[j + shift] - dt * v[j]) + kd * (cmd[2 * nu + a] - v[j])
         if pred > umax[a]:
             rhs[j] += dt * umax[a]
         elif pred < -umax[a]:
             rhs[j] -= dt * umax[a]
         else:
             S[j, j] += dt * dt * kp + dt * kd
-            rhs[j] += dt * (cmd[a] + kp * (cmd[nu + a] - q[j]) + kd * cmd[2 * nu + a])
+            rhs[j] += dt * (cmd[a] + kp * (cmd[nu + a] - q[j + shift]) + kd * cmd[2 * nu + a])
 
 
 @njit(cache=True)
@@ -160,8 +163,10 @@ def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
     Hq (na x na) and gq are scaled in place by the largest diagonal of Hq (the solution does not
     change); `reg` (relative) is added to the diagonal. Writes the solution, made exactly feasible,
     into qp_out[:na]; returns HPIPM's status, or -1 when the metric is zero (no active contact).
+    The feasible set: 0 <= a <= 1 and, per contact, the sum of its E = na / nc weights <= 1.
     """
-    na = 2 * nc
+    na = alpha_ref.shape[0]
+    E = na // nc
     hs = 0.0
     for j in range(na):
         if Hq[j, j] > hs:
@@ -188,21 +193,20 @@ def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
     o += 2 * na
     for r in range(nc):
         for j in range(na):
-            qp_in[o + r * na + j] = 1.0 if (j == 2 * r or j == 2 * r + 1) else 0.0
+            qp_in[o + r * na + j] = 1.0 if E * r <= j < E * (r + 1) else 0.0
     o += nc * na
     for r in range(nc):
         qp_in[o + r] = -1.0
         qp_in[o + nc + r] = 1.0
     status = call_ptr3(addr[2], addr[3], qp_in.ctypes.data, qp_out.ctypes.data)
     for r in range(nc):  # interior-point solutions sit inside up to the tolerance: make them exact
-        a0 = min(max(qp_out[2 * r], 0.0), 1.0)
-        a1 = min(max(qp_out[2 * r + 1], 0.0), 1.0)
-        s = a0 + a1
+        s = 0.0
+        for j in range(E * r, E * (r + 1)):
+            qp_out[j] = min(max(qp_out[j], 0.0), 1.0)
+            s += qp_out[j]
         if s > 1.0:
-            a0 /= s
-            a1 /= s
-        qp_out[2 * r] = a0
-        qp_out[2 * r + 1] = a1
+            for j in range(E * r, E * (r + 1)):
+                qp_out[j] /= s
     return status
 
 
@@ -210,17 +214,19 @@ def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
 def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, zo, opts, st, trace):
     """One backward-Euler NMDP substep of dt seconds by (zeroth-order if zo) PGM.
 
-    alpha (2 nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
+    alpha (E nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
     on OK, imp_out holds the residual terms at the solution (cap: capacities at q1, N).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
     imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
-    na = 2 * nc
-    for i in range(nv):
+    na = alpha.shape[0]
+    nq = q.shape[0]
+    for i in range(nq):
         exp_in[i] = q[i]
-        exp_in[nv + i] = v[i]
+    for i in range(nv):
+        exp_in[nq + i] = v[i]
     for i in range(cp.shape[0]):
-        exp_in[2 * nv + i] = cp[i]
+        exp_in[nq + nv + i] = cp[i]
     call_flat(addr[1], exp_in.ctypes.data, exp_out.ctypes.data)
     for i in range(nv):
         for j in range(nv):
@@ -234,18 +240,18 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
     tol = opts[O_NEWTON_RTOL] * mscale * vnorm
     e_scale = 0.5 * mscale * vnorm * vnorm
     max_newton = int(opts[O_MAX_NEWTON])
-    _setup_implicit(imp_in, q, v, dt, cmd, cp, nv, na)
+    _setup_implicit(imp_in, q, v, dt, cmd, cp, nq, nv, na)
 
     for i in range(nv):
         v1[i] = v[i]
-    status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max_newton)
+    status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton)
     st[S_NEWTON] += it
     if status != OK:  # the warm start may be far off: alpha = 0 (free motion) is the safe start
         for j in range(na):
             alpha[j] = 0.0
         for i in range(nv):
             v1[i] = v[i]
-        status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nv, na, zo, tol, max_newton)
+        status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton)
         st[S_NEWTON] += it
         if status != OK:
             return status
@@ -317,7 +323,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
                 alpha_t[a] = alpha[a] + step * (qp_out[a] - alpha[a])
             for i in range(nv):
                 v1_t[i] = v1[i]
-            status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1_t, alpha_t, nv, na, zo, tol, max_newton)
+            status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1_t, alpha_t, nq, nv, na, zo, tol, max_newton)
             st[S_NEWTON] += it
             if status != OK:  # the projection stopped converging: a smaller substep is needed
                 return DIVERGED
@@ -329,7 +335,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
         if not accepted:
             st[S_LS_STOPS] += 1  # no sufficient decrease along d: stationary to the model's accuracy
             hit_limit = False
-            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nv, na)
+            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
             break
         for a in range(na):
             alpha[a] = alpha_t[a]
@@ -355,12 +361,14 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
     their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
     """
     imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
-    na = 2 * nc
-    for i in range(nv):
+    na = alpha.shape[0]
+    nq = q.shape[0]
+    for i in range(nq):
         exp_in[i] = q[i]
-        exp_in[nv + i] = v[i]
+    for i in range(nv):
+        exp_in[nq + i] = v[i]
     for i in range(cp.shape[0]):
-        exp_in[2 * nv + i] = cp[i]
+        exp_in[nq + nv + i] = cp[i]
     call_flat(addr[1], exp_in.ctypes.data, exp_out.ctypes.data)
     hoff = nv * nv
     woff = hoff + nv
@@ -425,12 +433,46 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
 
 
 @njit(cache=True)
-def _forces(cap, mu, alpha, nc, force):
-    """Contact forces (nc x 2: normal, tangential, N) from capacities and weights."""
+def _forces(cap, theta, mu, alpha, nc, force):
+    """Contact forces (nc x (1 + nt): normal, tangential x (and y), N) from capacities, the
+    pyramids' orientations theta (3D) and the weights (terms.vertex_matrix's vertices)."""
+    E = alpha.shape[0] // nc
     for i in range(nc):
-        a0, a1 = alpha[2 * i], alpha[2 * i + 1]
-        force[i, 0] = cap[i] * (a0 + a1)
-        force[i, 1] = cap[i] * mu[i] * (a0 - a1)
+        if force.shape[1] == 2:
+            a0, a1 = alpha[2 * i], alpha[2 * i + 1]
+            force[i, 0] = cap[i] * (a0 + a1)
+            force[i, 1] = cap[i] * mu[i] * (a0 - a1)
+            continue
+        fn = fx = fy = 0.0
+        for e in range(E):
+            a = alpha[E * i + e]
+            ang = theta[i] + np.pi + 2.0 * np.pi * e / E
+            fn += a
+            fx += a * np.cos(ang)
+            fy += a * np.sin(ang)
+        force[i, 0] = cap[i] * fn
+        force[i, 1] = cap[i] * mu[i] * fx
+        force[i, 2] = cap[i] * mu[i] * fy
+
+
+@njit(cache=True)
+def _advance_q(addr, q, v1, h):
+    """q := q (+) h v1: q + h v1 when nq == nv, else the generated nmdp_integrate (addr[4])."""
+    nq, nv = q.shape[0], v1.shape[0]
+    if nq == nv:
+        for i in range(nq):
+            q[i] += h * v1[i]
+        return
+    buf = np.empty(nq + nv + 1)
+    out = np.empty(nq)
+    for i in range(nq):
+        buf[i] = q[i]
+    for i in range(nv):
+        buf[nq + i] = v1[i]
+    buf[nq + nv] = h
+    call_flat(addr[4], buf.ctypes.data, out.ctypes.data)
+    for i in range(nq):
+        q[i] = out[i]
 
 
 @njit(cache=True)
@@ -442,22 +484,23 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
     (N) and depth_cap the capacities (N) at the end pose. q, v and alpha change only on success.
     """
     imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
-    nv = q.shape[0]
-    nc = alpha.shape[0] // 2
-    na = 2 * nc
+    nv = v.shape[0]
+    nc = cp.shape[0] // 3
+    na = alpha.shape[0]
     for k in range(st.shape[0]):
         st[k] = 0.0
     st[S_MIN_DT] = dt
     v1 = np.empty(nv)
     a_try = np.empty(na)
+    theta = np.zeros(nc)
     if method == MDP:
         for a in range(na):
             a_try[a] = alpha[a]
         status = mdp_step(addr, bufs, q, v, dt, cmd, cp, a_try, v1, joints, umax, nv, nc, opts, st)
         if status != OK:
             return status
+        _advance_q(addr, q, v1, dt)
         for i in range(nv):
-            q[i] += dt * v1[i]
             v[i] = v1[i]
         for a in range(na):
             alpha[a] = a_try[a]
@@ -465,6 +508,7 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
         capoff = nv * nv + nv + nv * na
         for i in range(nc):
             depth_cap[i] = exp_out[capoff + i]
+            theta[i] = exp_out[capoff + nc + i]
     else:
         zo = method == ZOPGM
         t = 0.0
@@ -476,8 +520,8 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
             status = pgm_substep(addr, bufs, q, v, hc, cmd, cp, a_try, v1, joints, umax, nv, nc, zo, opts,
                                  st, trace)
             if status == OK:
+                _advance_q(addr, q, v1, hc)
                 for i in range(nv):
-                    q[i] += hc * v1[i]
                     v[i] = v1[i]
                 for a in range(na):
                     alpha[a] = a_try[a]
@@ -495,10 +539,14 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
         capoff = nv + 2 * nv * nv + nv * na
         for i in range(nc):
             depth_cap[i] = imp_out[capoff + i]
-    for i in range(nv):
-        if not (np.isfinite(q[i]) and np.isfinite(v[i])):
+            theta[i] = imp_out[capoff + nc + i]
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
             return NONFINITE
-    _forces(depth_cap, cp[2 * nc:3 * nc], alpha, nc, force)
+    for i in range(nv):
+        if not np.isfinite(v[i]):
+            return NONFINITE
+    _forces(depth_cap, theta, cp[2 * nc:3 * nc], alpha, nc, force)
     return OK
 
 
@@ -506,10 +554,10 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
 def rollout(addr, bufs, q, v, dt, commands, cp, alpha, joints, umax, method, opts, out_q, out_v, out_st):
     """Apply commands[k] (packed, 5 nu) during step k of dt seconds; record q, v and the step's
     statistics after each step. Returns (status, steps completed); stops at the first failure."""
-    nc = alpha.shape[0] // 2
+    nc = cp.shape[0] // 3
     st = np.zeros(N_STATS)
     trace = np.empty(0)
-    force = np.empty((nc, 2))
+    force = np.empty((nc, 3 if q.shape[0] != v.shape[0] else 2))
     cap = np.empty(nc)
     for k in range(commands.shape[0]):
         status = nmdp_step(addr, bufs, q, v, dt, commands[k], cp, alpha, joints, umax, method, opts, st, trace,

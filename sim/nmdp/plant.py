@@ -21,10 +21,10 @@ import numpy as np
 from robots.model import RobotModel
 
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, check_penetration_limit
-from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command, require_planar
+from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command
 from . import kernel as K
 from .qp import DenseQp
-from .terms import nmdp_library
+from .terms import n_edges, nmdp_library
 
 
 # Default capacity (docs/NMDP.md, "Resting penetration"): a contact holds up to 30 times the robot's
@@ -130,14 +130,13 @@ class NmdpPlant:
     linearised MDP baseline. Implements `sim.protocol.Plant`.
 
     Args:
-        model: a planar RobotModel (nq == nv) with at least one contact.
+        model: a RobotModel (planar, or 3D with a floating base) with at least one contact.
         options: an `NmdpOptions`; keyword arguments override its fields (e.g. method="zopgm").
         cache_dir, verbose: code-generation cache folder and whether to announce compiling.
     """
 
     def __init__(self, model: RobotModel, options: NmdpOptions | None = None, *,
                  cache_dir: Path | str | None = None, verbose: bool = True, **overrides):
-        require_planar(model, "NMDP")
         if model.nc == 0:
             raise ValueError(f"{model.name}: the NMDP plant needs at least one contact")
         unknown = set(overrides) - {f.name for f in fields(NmdpOptions)}
@@ -149,7 +148,7 @@ class NmdpPlant:
         o = self.options
         self.model = model
         nv, nu, nc = model.nv, model.nu, model.nc
-        na = 2 * nc
+        na = n_edges(model) * nc
         self.method = o.method
         self._method = K.METHODS[o.method]
         self.mu = per_contact(model, "mu", o.mu, [c.mu for c in model.contacts], positive=False)
@@ -167,7 +166,8 @@ class NmdpPlant:
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
         self._qp = DenseQp(na, nc, cache_dir=cache_dir, verbose=verbose)
         self._addr = np.array([self._lib["nmdp_implicit"].address, self._lib["nmdp_explicit"].address,
-                               self._qp.solve_address, self._qp.handle], dtype=np.int64)
+                               self._qp.solve_address, self._qp.handle, self._lib["nmdp_integrate"].address],
+                              dtype=np.int64)
         self._joints = actuated_joints(model)
         self._umax = np.where(np.isfinite(model.u_max), model.u_max, 1e300).astype(float)
         self._opts = np.zeros(K.N_OPTS)
@@ -190,7 +190,7 @@ class NmdpPlant:
         self._cmd = np.zeros(5 * nu)
         self._st = np.zeros(K.N_STATS)
         self._trace = np.zeros(0)
-        self._force = np.zeros((nc, 2))
+        self._force = np.zeros((nc, 1 + model.n_tangent))
         self._cap = np.zeros(nc)
         self.invariants = Invariants(model, o.penetration_limit_m)
         self.violation = ""  # latched until reset (sim/invariants.py)
@@ -335,7 +335,7 @@ class NmdpPlant:
         (normal, tangential) in N from the last step, tau = the impedance torque at the state."""
         m, c = self.model, self._cmd
         nu, j = m.nu, self._joints
-        tau = np.clip(c[:nu] + c[3 * nu:4 * nu] * (c[nu:2 * nu] - self.q[j])
+        tau = np.clip(c[:nu] + c[3 * nu:4 * nu] * (c[nu:2 * nu] - self.q[j + (m.nq - m.nv)])
                       + c[4 * nu:] * (c[2 * nu:3 * nu] - self.v[j]), -self._umax, self._umax)
         return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau,
                           self.violation)

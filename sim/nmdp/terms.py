@@ -13,11 +13,18 @@ the capacity builds up; the stiffness k_i = 1.5 F_i / delta_i (N/m) is the steep
 cap_i. The capacity saturates on purpose: with an unbounded one (k times depth), maximal
 dissipation at large steps "buys" friction by sinking a loaded foot deeper within one step
 (measured: 16-40 mm penetrations of the trotting quadruped at 20 ms; docs/NMDP.md).
-In generalized coordinates the vertices are the columns of W(q) (nv x 2 nc):
-W[:, 2i + (0, 1)] = cap_i (Jn_i +- mu_i Jt_i)^T.
+In generalized coordinates the vertices are the columns of W(q) (nv x E nc, E vertices per
+contact): planar robots E = 2, W[:, 2i + (0, 1)] = cap_i (Jn_i +- mu_i Jt_i)^T. 3D robots: a
+pyramid of E = EDGES_3D vertices, cap_i (Jn_i + mu_i (cos a_e Jt_i,x + sin a_e Jt_i,y))^T with
+a_e = theta_i + pi + 2 pi e / E, turned so that vertex 0 opposes the foot's tangential velocity
+at the start of the step (theta_i = its direction, 0 when it is below SLIP_EPS): a sliding foot
+then gets Coulomb's friction exactly opposite its motion, as with a cone, and a sticking foot
+a polygon whose inscribed radius is cos(pi / E) of the cone's (0.92 for E = 8). theta depends
+on the step's start (q, v) only, so it is a constant of the implicit residual.
 
-Backward-Euler step of length dt from (q, v) to v1, q1 = q + dt v1 (velocity form of the
-paper's (q_next - 2 q + q_prev) / dt^2, so that steps may change size), residual in N s:
+Backward-Euler step of length dt from (q, v) to v1, q1 = q (+) dt v1 (`RobotModel.integrate`:
+q + dt v1 for planar robots; velocity form of the paper's (q_next - 2 q + q_prev) / dt^2, so
+that steps may change size), residual in N s:
 
     R(v1; alpha) = M(q1) (v1 - v) + dt [h(q1, v1) - B tau(q1, v1) - W(q1) alpha],
     tau = clip(tau_ff + kp (q_des - q1_j) + kd (v_des - v1_j), -u_max, u_max),
@@ -28,8 +35,9 @@ capacity with respect to q (zeroth-order PGM keeps J(q)'s own derivative, which 
 kinematics, not contact model).
 
 Generated functions (flat C, inputs concatenated, outputs row-major):
-- nmdp_implicit(q, v, v1, alpha, dt, cmd[5 nu], cp[3 nc]) -> R, K, Kzo, W(q1), cap(q1)
-- nmdp_explicit(q, v, cp) -> M(q), h(q, v), W(q), cap(q)
+- nmdp_implicit(q, v, v1, alpha, dt, cmd[5 nu], cp[3 nc]) -> R, K, Kzo, W(q1), cap(q1), theta (nc)
+- nmdp_explicit(q, v, cp) -> M(q), h(q, v), W(q), cap(q), theta (nc)
+- nmdp_integrate(q, v1, dt) -> q1
 with cp = [F (nc), delta (nc), mu (nc)]. The explicit one serves the linearised MDP baseline
 and the metric of the NMDP objective.
 """
@@ -49,11 +57,34 @@ def smoothstep(x: ca.SX) -> ca.SX:
     return ca.if_else(x <= 0, 0, ca.if_else(x < 1, x * x * (3 - 2 * x), 1))
 
 
+EDGES_3D = 8  # friction pyramid vertices per contact of a 3D robot (module docstring)
+SLIP_EPS = 1e-6  # m/s: below this tangential speed the pyramid keeps its default orientation
+
+
+def n_edges(model: RobotModel) -> int:
+    """Vertices per contact of the friction polytope: 2 (planar) or EDGES_3D."""
+    return 2 if model.n_tangent == 1 else EDGES_3D
+
+
+def slip_angles(model: RobotModel, q: ca.SX, v: ca.SX) -> ca.SX:
+    """theta (nc, rad): the direction of each foot's tangential velocity at (q, v) in the ground
+    plane (0 below SLIP_EPS, and for planar robots)."""
+    if model.n_tangent == 1:
+        return ca.SX.zeros(model.nc)
+    vt = ca.substitute(ca.substitute(model.tangent_jacobian(), model.q, q), model.v, v) @ v
+    out = []
+    for i in range(model.nc):
+        vx, vy = vt[2 * i], vt[2 * i + 1]
+        out.append(ca.if_else(vx * vx + vy * vy > SLIP_EPS ** 2, ca.atan2(vy, vx), 0.0))
+    return ca.vertcat(*out)
+
+
 def vertex_matrix(model: RobotModel, q: ca.SX, force: ca.SX, delta: ca.SX, mu: ca.SX,
-                  cap_override: ca.SX | None = None) -> tuple[ca.SX, ca.SX]:
-    """(W, cap): generalized vertex forces (nv x 2 nc, N or N m) and capacities (nc, N) at q.
+                  cap_override: ca.SX | None = None, theta: ca.SX | None = None) -> tuple[ca.SX, ca.SX]:
+    """(W, cap): generalized vertex forces (nv x E nc, N or N m) and capacities (nc, N) at q.
 
     With `cap_override` the capacities are that symbol (used to drop their q-derivatives).
+    theta (3D robots): the pyramids' orientations (`slip_angles`; default 0).
     """
     phi = ca.substitute(model.contact_gaps(), model.q, q)
     jn = ca.substitute(model.normal_jacobian(), model.q, q)
@@ -62,18 +93,27 @@ def vertex_matrix(model: RobotModel, q: ca.SX, force: ca.SX, delta: ca.SX, mu: c
     c = cap if cap_override is None else cap_override
     cols = []
     for i in range(model.nc):
-        cols.append(c[i] * (jn[i, :] + mu[i] * jt[i, :]).T)
-        cols.append(c[i] * (jn[i, :] - mu[i] * jt[i, :]).T)
+        if model.n_tangent == 1:
+            cols.append(c[i] * (jn[i, :] + mu[i] * jt[i, :]).T)
+            cols.append(c[i] * (jn[i, :] - mu[i] * jt[i, :]).T)
+            continue
+        th = 0.0 if theta is None else theta[i]
+        for e in range(EDGES_3D):
+            a = th + np.pi + 2.0 * np.pi * e / EDGES_3D
+            cols.append(c[i] * (jn[i, :] + mu[i] * (ca.cos(a) * jt[2 * i, :] + ca.sin(a) * jt[2 * i + 1, :])).T)
     return ca.horzcat(*cols), cap
 
 
 def joint_torque(model: RobotModel, q1: ca.SX, v1: ca.SX, cmd: ca.SX) -> ca.SX:
     """Clipped joint impedance torques (nu, N m) at (q1, v1) for cmd = [tau_ff, q_des, v_des, kp, kd]."""
+    from sim.protocol import actuated_joints, actuated_positions
+
     nu = model.nu
-    B = ca.DM(model.B)
     tau_ff, q_des, v_des = cmd[0:nu], cmd[nu:2 * nu], cmd[2 * nu:3 * nu]
     kp, kd = cmd[3 * nu:4 * nu], cmd[4 * nu:5 * nu]
-    tau = tau_ff + kp * (q_des - B.T @ q1) + kd * (v_des - B.T @ v1)
+    qj = ca.vertcat(*[q1[int(j)] for j in actuated_positions(model)]) if nu else ca.SX(0, 1)
+    vj = ca.vertcat(*[v1[int(j)] for j in actuated_joints(model)]) if nu else ca.SX(0, 1)
+    tau = tau_ff + kp * (q_des - qj) + kd * (v_des - vj)
     umax = ca.DM(np.where(np.isfinite(model.u_max), model.u_max, 1e300))
     return ca.fmin(ca.fmax(tau, -umax), umax)
 
@@ -83,31 +123,33 @@ def nmdp_functions(model: RobotModel) -> list[ca.Function]:
     nv, nu, nc = model.nv, model.nu, model.nc
     q, v = model.q, model.v
     v1 = ca.SX.sym("v1", nv)
-    alpha = ca.SX.sym("alpha", 2 * nc)
+    alpha = ca.SX.sym("alpha", n_edges(model) * nc)
     dt = ca.SX.sym("dt")
     cmd = ca.SX.sym("cmd", 5 * nu)
     cp = ca.SX.sym("cp", 3 * nc)
     force, delta, mu = cp[0:nc], cp[nc:2 * nc], cp[2 * nc:3 * nc]
     B = ca.DM(model.B)
 
-    q1 = q + dt * v1
+    q1 = model.integrate(q, v1, dt)
+    theta = slip_angles(model, q, v)  # the step's start: constants of the residual
     M1 = ca.substitute(model.mass_matrix, q, q1)
     h1 = ca.substitute(ca.substitute(model.bias, q, q1), v, v1)
     tau1 = joint_torque(model, q1, v1, cmd)
-    W1, cap1 = vertex_matrix(model, q1, force, delta, mu)
+    W1, cap1 = vertex_matrix(model, q1, force, delta, mu, theta=theta)
     R = M1 @ (v1 - v) + dt * (h1 - B @ tau1 - W1 @ alpha)
     K = ca.jacobian(R, v1)
     frozen = ca.SX.sym("cap_frozen", nc)
-    W1f, _ = vertex_matrix(model, q1, force, delta, mu, cap_override=frozen)
+    W1f, _ = vertex_matrix(model, q1, force, delta, mu, cap_override=frozen, theta=theta)
     Rf = M1 @ (v1 - v) + dt * (h1 - B @ tau1 - W1f @ alpha)
     Kzo = ca.substitute(ca.jacobian(Rf, v1), frozen, cap1)
-    implicit = ca.Function("nmdp_implicit", [q, v, v1, alpha, dt, cmd, cp], [R, K, Kzo, W1, cap1],
-                           ["q", "v", "v1", "alpha", "dt", "cmd", "cp"], ["R", "K", "Kzo", "W", "cap"])
+    implicit = ca.Function("nmdp_implicit", [q, v, v1, alpha, dt, cmd, cp], [R, K, Kzo, W1, cap1, theta],
+                           ["q", "v", "v1", "alpha", "dt", "cmd", "cp"], ["R", "K", "Kzo", "W", "cap", "theta"])
 
-    W0, cap0 = vertex_matrix(model, q, force, delta, mu)
-    explicit = ca.Function("nmdp_explicit", [q, v, cp], [model.mass_matrix, model.bias, W0, cap0],
-                           ["q", "v", "cp"], ["M", "h", "W", "cap"])
-    return [implicit, explicit]
+    W0, cap0 = vertex_matrix(model, q, force, delta, mu, theta=theta)
+    explicit = ca.Function("nmdp_explicit", [q, v, cp], [model.mass_matrix, model.bias, W0, cap0, theta],
+                           ["q", "v", "cp"], ["M", "h", "W", "cap", "theta"])
+    step = ca.Function("nmdp_integrate", [q, v1, dt], [q1], ["q", "v1", "dt"], ["q1"])
+    return [implicit, explicit, step]
 
 
 def nmdp_library(model: RobotModel, cache_dir: Path | str | None = None, verbose: bool = True) -> CompiledLibrary:
