@@ -93,19 +93,27 @@ def trajectory(folder: Path) -> dict[str, np.ndarray]:
 
 
 def task_metrics(folder: Path, q0_z: float | None) -> dict:
-    """fell (base below half its nominal height), apex heights (m) and mean forward speed (m/s)."""
+    """fell (base below half its nominal height), apex heights (m) and mean forward speed (m/s)
+    of a run folder's trajectory (`trajectory_metrics`)."""
     traj = trajectory(folder)
-    names = list(traj["q_names"])
+    return trajectory_metrics(traj["t"], traj["q"], traj["contact"], list(traj["q_names"]), q0_z)
+
+
+def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_names: list[str],
+                       q0_z: float | None) -> dict:
+    """From logged ticks (t in s, q (ticks, nq), contact (ticks, nc)): fell (the base's z below
+    half its nominal height q0_z at some tick), apex_height_m (mean height of the airborne peaks
+    of z, m) and vx_mps (mean forward speed, m/s); None where the robot has no such coordinate."""
     out = {"fell": False, "apex_height_m": None, "vx_mps": None}
-    if "z" in names and traj["q"].size:
-        z = traj["q"][:, names.index("z")]
+    if "z" in q_names and q.size:
+        z = q[:, q_names.index("z")]
         out["fell"] = bool(q0_z is not None and np.any(z < 0.5 * q0_z))
-        airborne = ~traj["contact"].any(axis=1)
+        airborne = ~contact.any(axis=1)
         peaks = [z[i] for i in range(1, len(z) - 1) if airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
         out["apex_height_m"] = float(np.mean(peaks)) if peaks else None
-    if "x" in names and traj["t"].size > 1:
-        x = traj["q"][:, names.index("x")]
-        out["vx_mps"] = float((x[-1] - x[0]) / (traj["t"][-1] - traj["t"][0]))
+    if "x" in q_names and t.size > 1:
+        x = q[:, q_names.index("x")]
+        out["vx_mps"] = float((x[-1] - x[0]) / (t[-1] - t[0]))
     return out
 
 
