@@ -139,7 +139,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elif args.vary or args.set or args.seeds != 1 or args.duration is not None:
         raise ValueError("--resume DIR finishes the sweep its sweep.json describes; give the scenario and --vary, "
                          "--seeds, --duration, --set exactly as before, or none of them")
-    summary = run_sweep(spec, resume=args.resume, workers=args.workers, address=args.address, progress=True)
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):  # Ray's own messages (a worker died, ...) stay off stdout
+        summary = run_sweep(spec, resume=args.resume, workers=args.workers, address=args.address, progress=True)
     if args.json:
         print(json.dumps(summary))
     else:
