@@ -1,0 +1,86 @@
+"""Sweep benchmarks: Ray's scaling and overhead on sweeps of closed-loop episodes (launch/sweep.py).
+
+sweep-throughput  the same sweep (the hopper MPC, 5 s episodes, --repeats N episodes, default
+                  16) with a local Ray of 1 worker, then of 2: episodes/s of each and their
+                  ratio, and Ray's overhead per episode on 1 worker: the sweep loop's wall time
+                  minus the time spent inside episodes (warm-up included), per episode,
+                  against an episode's mean wall time. The loop's wall time starts when the
+                  first task is submitted (Ray's start-up, `ray_init_s`, is reported apart) and
+                  includes each worker's first-episode warm-up (imports, loading compiled code).
+sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success rate against a
+                  push, mass error, friction, command latency and sensor noise, 20 seeds a point
+                  (--repeats K seeds), 5 s episodes with a little sensor noise so that seeds
+                  differ. Long (~1,000 episodes); for a quiet machine, never in the tests.
+"""
+from __future__ import annotations
+
+import sys
+
+# (varied field spec) per robustness table; the base adds sensor noise so seeds differ
+ROBUSTNESS_TABLES = (
+    "push=0:8:9",
+    "mass_scale=0.6:1.4:9",
+    "friction_mu=0.1:0.9:9",
+    "latency=0:4:5",
+    "sensor_noise_q=0:0.004:5",
+)
+ROBUSTNESS_BASE = ("sensor_noise_q=0.0005", "sensor_noise_v=0.005")
+
+
+def _run(spec, workers: int) -> dict:
+    from launch.sweep import run_sweep
+
+    summary = run_sweep(spec, workers=workers, runs_dir="runs/bench", progress=True)
+    return summary
+
+
+def _episode_seconds(folder) -> tuple[float, float]:
+    """(sum of the episodes' wall time, sum of their warm-ups), s, from a sweep folder's rows."""
+    from launch.sweep_report import read_rows
+
+    rows = read_rows(folder)
+    return sum(r["wall_s"] for r in rows), sum(r["warmup_s"] or 0.0 for r in rows)
+
+
+def bench_sweep_throughput(args) -> dict:
+    """Episodes/s of one sweep on 1 and on 2 local workers, and Ray's overhead per episode."""
+    from launch.sweep_spec import SweepSpec
+
+    n = args.repeats or 16
+    if n < 4:
+        raise ValueError(f"sweep-throughput needs --repeats >= 4 episodes, got {n}")
+    spec = SweepSpec.from_args("hopper", [f"push=0:4:{n}"], seeds=1, duration_s=5.0)
+    out: dict = {"episodes": n, "episode_sim_s": 5.0}
+    for workers in (1, 2):
+        print(f"[sweep-throughput] {n} episodes on {workers} worker(s)", file=sys.stderr, flush=True)
+        s = _run(spec, workers)
+        inv = s["this_invocation"]
+        if s["episodes_completed"] != n or s["errors"]:
+            raise RuntimeError(f"the sweep on {workers} worker(s) did not complete cleanly: {s}")
+        walls, warmups = _episode_seconds(s["sweep_dir"])
+        out[f"w{workers}"] = {"episodes_per_s": inv["episodes_per_s"], "loop_wall_s": inv["loop_wall_s"],
+                              "ray_init_s": inv["ray_init_s"], "episode_wall_mean_s": walls / n,
+                              "warmup_s": warmups, "success_rate": s["success_rate"], "sweep_dir": s["sweep_dir"]}
+        if workers == 1:
+            overhead = (inv["loop_wall_s"] - walls - warmups) / n
+            out["ray_overhead_per_episode_s"] = overhead
+            out["ray_overhead_fraction_of_episode"] = overhead / (walls / n)
+    out["speedup_2_vs_1"] = out["w2"]["episodes_per_s"] / out["w1"]["episodes_per_s"]
+    return out
+
+
+def bench_sweep_robustness(args) -> dict:
+    """Success rate (with Wilson 95 % intervals) per value of each robustness table's field."""
+    from launch.sweep_spec import SweepSpec
+
+    seeds = args.repeats or 20
+    out = {}
+    for vary in ROBUSTNESS_TABLES:
+        spec = SweepSpec.from_args("hopper", [vary], seeds=seeds, duration_s=5.0, sets=list(ROBUSTNESS_BASE))
+        print(f"[sweep-robustness] {vary}: {spec.episodes} episodes", file=sys.stderr, flush=True)
+        s = _run(spec, None)
+        field = next(iter(s["by_field"]))
+        out[field] = {"sweep_dir": s["sweep_dir"],
+                      "table": [{"value": r["value"], "success_rate": r["success_rate"], "ci95": r["ci95"],
+                                 "episodes": r["episodes"]} for r in s["by_field"][field]]}
+    return out
