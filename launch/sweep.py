@@ -109,7 +109,13 @@ def _ray_init(address: str | None, workers: int | None):
         if workers is not None:
             raise ValueError("--workers sets the CPUs of a local Ray; with --address the cluster's size is its "
                              "own (ray start --num-cpus N on each node): drop --workers")
-        ray.init(address=address, **kwargs)
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ImportError, ValueError) as err:
+            hint = (" (ray:// needs the Ray client: pip install 'ray[client]')" if address.startswith("ray://")
+                    else " (start one with `ray start --head`, or drop --address for a local Ray)")
+            raise RuntimeError(f"--address {address}: cannot connect to a Ray cluster: {type(err).__name__}: "
+                               f"{str(err)[:300]}{hint}") from None
     else:
         ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
     return ray
@@ -167,47 +173,48 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
     missing episodes of the folder `resume` (whose sweep.json must hold `spec` if both are
     given); return summary.json's content (sweep_dir, episodes_completed, success_rate, ...)."""
     if resume is not None:
-        folder = Path(resume)
-        stored = load_spec(folder)
+        stored = load_spec(resume)
         if spec is not None and spec.to_json() != stored.to_json():
-            raise ValueError(f"--resume {folder}: its sweep.json describes another sweep than this command line; "
+            raise ValueError(f"--resume {resume}: its sweep.json describes another sweep than this command line; "
                              f"give only --resume DIR (and --workers/--address) to finish it")
         spec = stored
     elif spec is None:
         raise ValueError("give a scenario to sweep, or --resume DIR")
-    else:
-        folder = new_sweep_folder(spec, runs_dir)
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
-    names = sweep_report.columns(spec.vary)
-    text_fields = _text_fields(spec)
-    done = {r["episode"] for r in sweep_report.read_rows(folder, text_fields)}
-    todo = [k for k in range(spec.episodes) if k not in done]
     if spec.seeds > 1 and not (spec.base.sensor_noise_q or spec.base.sensor_noise_v
                                or {"sensor_noise_q", "sensor_noise_v"} & set(spec.vary)):
         print(f"note: no sensor noise, so the {spec.seeds} seeds of each point repeat the same episode "
               "(--set sensor_noise_q=... makes them differ)", file=sys.stderr)
+    t_init = time.perf_counter()
+    ray = _ray_init(address, workers)  # first: a cluster that cannot be reached leaves no empty sweep folder
+    init_s = time.perf_counter() - t_init
+    try:
+        folder = Path(resume) if resume is not None else new_sweep_folder(spec, runs_dir)
+    except BaseException:
+        ray.shutdown()
+        raise
+    names = sweep_report.columns(spec.vary)
+    text_fields = _text_fields(spec)
+    done = {r["episode"] for r in sweep_report.read_rows(folder, text_fields)}
+    todo = [k for k in range(spec.episodes) if k not in done]
 
     old_handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     interrupted, lost = False, {}
     pending: dict = {}
     walls: list[float] = []
-    slots = init_s = t_loop = None
+    slots = t_loop = None
     bar = _Progress(spec.episodes, len(done), f"sweep {spec.base.name}", progress)
     journal = open(folder / "episodes.csv", "a+", newline="")
     if journal.tell() > 0:  # a line cut short by a killed driver is ended, so the next row starts clean
         journal.seek(journal.tell() - 1)
         if journal.read(1) != "\n":
             journal.write("\n")
-    ray = None
     try:
         writer = csv.DictWriter(journal, fieldnames=names, extrasaction="ignore")
         if journal.tell() == 0:
             writer.writeheader()
             journal.flush()
-        t_init = time.perf_counter()
-        ray = _ray_init(address, workers)
-        init_s = time.perf_counter() - t_init
         slots = int(ray.cluster_resources().get("CPU", 0))
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(run_sweep_episode)
         t_loop = time.perf_counter()
@@ -237,7 +244,7 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
         loop_s = time.perf_counter() - t_loop if t_loop is not None else 0.0
         bar.stop()
         journal.close()
-        if ray is not None and ray.is_initialized():
+        if ray.is_initialized():
             ray.shutdown()
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)

@@ -176,7 +176,7 @@ def test_ctrl_c_keeps_finished_rows_and_resume_runs_only_the_missing_ones(tmp_pa
     assert proc.returncode == 130, stderr[-2000:]
     summary = json.loads(stdout)
     done = summary["episodes_completed"]
-    assert summary["interrupted"] and 2 <= done < 6
+    assert summary["interrupted"] and 2 <= done < 6, (done, stderr[-2000:])
     assert "--resume" in stderr
     folder = journal.parent
     out = launch("sweep", "--resume", str(folder), "--workers", "1", "--json", cwd=tmp_path)
