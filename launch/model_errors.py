@@ -6,7 +6,8 @@ A scenario's error fields (launch/scenario.py) act in two places, the same in `l
 - the plant's robot: `plant_robot(scenario)` builds the robot with changed parameters through
   its builder (`get_robot(name, **params)`): mass_scale multiplies every mass parameter (`m`,
   `m_*`, kg), inertia_scale every rotational inertia (`I`, `I_*`, kg m^2), friction_mu replaces
-  `mu`, ground_stiffness_scale multiplies `k_contact` (N/m; the damping stays). The built-in
+  `mu`, ground_stiffness_scale multiplies `k_contact` (N/m; the damping stays; compliant plants
+  only, COMPLIANT_PLANTS). The built-in
   hopper and quadruped name their parameters so; a robot without the parameter an error needs
   is refused with the parameter's name. The controller is always built from the nominal robot.
 - between plant and controller: `with_model_errors(controller, scenario)` wraps the controller
@@ -24,6 +25,9 @@ import numpy as np
 
 MAX_SCALE = 10.0  # largest mass, inertia or stiffness factor a scenario may ask for
 MAX_LATENCY_TICKS = 100  # longest command delay, control ticks
+# plants whose contact law uses the robot's contact stiffness (ground_stiffness_scale acts there only:
+# the hybrid and NMDP plants are rigid, MuJoCo keeps its own soft contact)
+COMPLIANT_PLANTS = ("ess",)
 
 
 def _is_mass(key: str) -> bool:

@@ -130,7 +130,7 @@ def _is_number(value) -> bool:
 
 def _check_model_errors(sc: Scenario) -> None:
     """Raise ValueError naming a bad model-error field (launch/model_errors.py) and its range."""
-    from .model_errors import MAX_LATENCY_TICKS, MAX_SCALE, plant_robot_params
+    from .model_errors import COMPLIANT_PLANTS, MAX_LATENCY_TICKS, MAX_SCALE, plant_robot_params
 
     for name in ("mass_scale", "inertia_scale", "ground_stiffness_scale"):
         value = getattr(sc, name)
@@ -148,6 +148,10 @@ def _check_model_errors(sc: Scenario) -> None:
         value = getattr(sc, name)
         if not (_is_number(value) and value >= 0):
             raise ValueError(f"scenario {sc.name!r}: {name} must be a standard deviation >= 0, got {value!r}")
+    if sc.ground_stiffness_scale != 1.0 and sc.plant not in COMPLIANT_PLANTS:
+        raise ValueError(f"scenario {sc.name!r}: ground_stiffness_scale changes the compliant contacts of the "
+                         f"{', '.join(COMPLIANT_PLANTS)} plant; plant {sc.plant!r} has its own contact model "
+                         "(rigid, or MuJoCo's soft contact): leave ground_stiffness_scale at 1")
     try:
         plant_robot_params(sc)  # the robot must have the parameters the errors change
     except ValueError as err:

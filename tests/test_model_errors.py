@@ -28,6 +28,11 @@ def test_bad_model_errors_are_named(changes, match):
         load_scenario("hopper").with_overrides(**changes).validate()
 
 
+def test_ground_stiffness_on_a_plant_without_compliant_contacts_is_refused():
+    with pytest.raises(ValueError, match="plant 'mujoco' has its own contact model"):
+        load_scenario("hopper").with_overrides(plant="mujoco", ground_stiffness_scale=2.0).validate()
+
+
 def test_an_error_the_robot_has_no_parameter_for_is_refused():
     sc = Scenario(name="b", robot="block", plant="ess", controller="pd", inertia_scale=1.2)
     with pytest.raises(ValueError, match="inertia_scale: robot 'block' has no inertia parameters"):
