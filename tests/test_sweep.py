@@ -27,15 +27,6 @@ def launch(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedP
                           cwd=cwd, env=env)
 
 
-def slow_hopper(folder: Path, delay_s: float = 0.01) -> Path:
-    """A hopper scenario whose MPC sleeps delay_s every tick (an episode of d s takes ~100 d delay_s s
-    of wall time whatever the machine), for tests that must catch a sweep in the middle."""
-    path = folder / "slow-hopper.toml"
-    path.write_text((ROOT / "launch/scenarios/hopper.toml").read_text().replace('name = "hopper"', 'name = "slow-hopper"')
-                    + f"inject_delay_s = {delay_s}\n")
-    return path
-
-
 def test_vary_gives_evenly_spaced_typed_values_and_short_names():
     assert parse_vary("push=0:4:3") == ("push_ns", [0.0, 2.0, 4.0])
     assert parse_vary("mass_scale=0.8:1.2:5") == ("mass_scale", [0.8, 0.9, 1.0, 1.1, 1.2])
@@ -126,6 +117,9 @@ def test_unknown_field_on_the_command_line_is_refused_before_ray_starts(tmp_path
     assert out.returncode == 1
     assert "'pushh' is not a scenario field" in out.stderr and "push_ns" in out.stderr
     assert not (tmp_path / "runs").exists()
+    out = launch("sweep", "hopper", "--vary", "push=0:1:2", "--workers", "2", "--address", "auto", cwd=tmp_path,
+                 timeout=120)
+    assert out.returncode == 1 and "drop --workers" in out.stderr
 
 
 def test_local_sweep_writes_its_folder_and_an_episode_replays_identically_over_the_bridge(tmp_path):
@@ -156,8 +150,8 @@ def test_local_sweep_writes_its_folder_and_an_episode_replays_identically_over_t
     assert bad.returncode == 1 and "drop SCENARIO" in bad.stderr
 
 
-def test_ctrl_c_keeps_finished_rows_and_resume_runs_only_the_missing_ones(tmp_path):
-    toml = slow_hopper(tmp_path)
+def test_ctrl_c_keeps_finished_rows_and_resume_runs_only_the_missing_ones(tmp_path, slow_hopper):
+    toml = slow_hopper
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "launch", "sweep", str(toml), "--vary", "push=0:1:3", "--seeds",
                              "2", "--duration", "0.5", "--workers", "1", "--json"], cwd=tmp_path, env=env,

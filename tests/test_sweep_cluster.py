@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sweep import ROOT, slow_hopper
 
 pytest.importorskip("ray")
 RAY = str(Path(sys.executable).parent / "ray")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
@@ -108,9 +108,9 @@ def cluster():
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _sweep(cluster, folder: Path, *args: str) -> subprocess.Popen:
+def _sweep(cluster, folder: Path, toml: Path, *args: str) -> subprocess.Popen:
     address, env, _ = cluster
-    return subprocess.Popen([sys.executable, "-m", "launch", "sweep", str(slow_hopper(folder)), "--duration", "0.5",
+    return subprocess.Popen([sys.executable, "-m", "launch", "sweep", str(toml), "--duration", "0.5",
                              "--address", address, "--json", *args], cwd=folder, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -121,8 +121,8 @@ def _journal(folder: Path, summary: dict) -> list[dict]:
     return [dict(zip(header, line.split(","))) for line in lines[1:] if line]
 
 
-def test_a_sweep_through_address_runs_on_both_nodes(cluster, tmp_path):
-    proc = _sweep(cluster, tmp_path, "--vary", "push=0:1:3", "--seeds", "2")
+def test_a_sweep_through_address_runs_on_both_nodes(cluster, tmp_path, slow_hopper):
+    proc = _sweep(cluster, tmp_path, slow_hopper, "--vary", "push=0:1:3", "--seeds", "2")
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     summary = json.loads(stdout)
@@ -133,9 +133,9 @@ def test_a_sweep_through_address_runs_on_both_nodes(cluster, tmp_path):
     assert summary["nodes"] == 2 and all(r["host"] for r in rows)
 
 
-def test_a_worker_killed_mid_sweep_is_retried_and_every_row_arrives_once(cluster, tmp_path):
+def test_a_worker_killed_mid_sweep_is_retried_and_every_row_arrives_once(cluster, tmp_path, slow_hopper):
     _, _, dirs = cluster
-    proc = _sweep(cluster, tmp_path, "--vary", "push=0:1:4", "--seeds", "2")
+    proc = _sweep(cluster, tmp_path, slow_hopper, "--vary", "push=0:1:4", "--seeds", "2")
     victim = None
     deadline = time.monotonic() + 180
     while victim is None and time.monotonic() < deadline and proc.poll() is None:
