@@ -1,12 +1,15 @@
 """Sweep benchmarks: Ray's scaling and overhead on sweeps of closed-loop episodes (launch/sweep.py).
 
 sweep-throughput  the same sweep (the hopper MPC, 5 s episodes, --repeats N episodes, default
-                  16) with a local Ray of 1 worker, then of 2: episodes/s of each and their
-                  ratio, and Ray's overhead per episode on 1 worker: the sweep loop's wall time
-                  minus the time spent inside episodes (warm-up included), per episode,
-                  against an episode's mean wall time. The loop's wall time starts when the
-                  first task is submitted (Ray's start-up, `ray_init_s`, is reported apart) and
-                  includes each worker's first-episode warm-up (imports, loading compiled code).
+                  40) with a local Ray of 1 worker, then of 2: episodes/s of each and their
+                  ratio. The loop's wall time starts when the first task is submitted (Ray's
+                  start-up, `ray_init_s`, is reported apart) and includes each worker's
+                  first-episode warm-up (imports, loading compiled code, building the MPC).
+                  Ray's overhead per episode is the mean idle time of a worker between two
+                  consecutive episodes (`worker_gaps`: returning a result and receiving the next
+                  task), against an episode's mean wall time; `loop_overhead_per_episode_s`
+                  (1 worker: the loop's wall time less the time inside episodes and warm-ups,
+                  per episode) adds the one-time start of the worker process.
 sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success rate against a
                   push, mass error, friction, command latency and sensor noise, 20 seeds a point
                   (--repeats K seeds), 5 s episodes with a little sensor noise so that seeds
@@ -34,19 +37,20 @@ def _run(spec, workers: int) -> dict:
     return summary
 
 
-def _episode_seconds(folder) -> tuple[float, float]:
-    """(sum of the episodes' wall time, sum of their warm-ups), s, from a sweep folder's rows."""
-    from launch.sweep_report import read_rows
+def _episode_seconds(folder) -> tuple[float, float, list[float]]:
+    """(sum of the episodes' wall time, sum of their warm-ups, the workers' gaps between
+    episodes), s, from a sweep folder's rows."""
+    from launch.sweep_report import read_rows, worker_gaps
 
     rows = read_rows(folder)
-    return sum(r["wall_s"] for r in rows), sum(r["warmup_s"] or 0.0 for r in rows)
+    return sum(r["wall_s"] for r in rows), sum(r["warmup_s"] or 0.0 for r in rows), worker_gaps(rows)
 
 
 def bench_sweep_throughput(args) -> dict:
     """Episodes/s of one sweep on 1 and on 2 local workers, and Ray's overhead per episode."""
     from launch.sweep_spec import SweepSpec
 
-    n = args.repeats or 16
+    n = args.repeats or 40
     if n < 4:
         raise ValueError(f"sweep-throughput needs --repeats >= 4 episodes, got {n}")
     spec = SweepSpec.from_args("hopper", [f"push=0:4:{n}"], seeds=1, duration_s=5.0)
@@ -57,14 +61,16 @@ def bench_sweep_throughput(args) -> dict:
         inv = s["this_invocation"]
         if s["episodes_completed"] != n or s["errors"]:
             raise RuntimeError(f"the sweep on {workers} worker(s) did not complete cleanly: {s}")
-        walls, warmups = _episode_seconds(s["sweep_dir"])
+        walls, warmups, gaps = _episode_seconds(s["sweep_dir"])
+        gap = sum(gaps) / len(gaps) if gaps else None
         out[f"w{workers}"] = {"episodes_per_s": inv["episodes_per_s"], "loop_wall_s": inv["loop_wall_s"],
                               "ray_init_s": inv["ray_init_s"], "episode_wall_mean_s": walls / n,
-                              "warmup_s": warmups, "success_rate": s["success_rate"], "sweep_dir": s["sweep_dir"]}
+                              "warmup_s": warmups, "worker_gap_mean_s": gap, "worker_gap_max_s": max(gaps, default=None),
+                              "success_rate": s["success_rate"], "sweep_dir": s["sweep_dir"]}
         if workers == 1:
-            overhead = (inv["loop_wall_s"] - walls - warmups) / n
-            out["ray_overhead_per_episode_s"] = overhead
-            out["ray_overhead_fraction_of_episode"] = overhead / (walls / n)
+            out["ray_overhead_per_episode_s"] = gap
+            out["ray_overhead_fraction_of_episode"] = gap / (walls / n) if gap is not None else None
+            out["loop_overhead_per_episode_s"] = (inv["loop_wall_s"] - walls - warmups) / n
     out["speedup_2_vs_1"] = out["w2"]["episodes_per_s"] / out["w1"]["episodes_per_s"]
     return out
 

@@ -36,7 +36,8 @@ _warm: set[str] = set()  # the kinds of episode this worker process has warmed u
 
 def run_sweep_episode(scenario_json: str, episode: int) -> dict:
     """Ray task body: run one episode (launch/episode.py) from its scenario's JSON; returns its
-    row with `episode` and `warmup_s` set. Before the first episode of a robot, plant and
+    row with `episode`, `warmup_s` and `started_unix_s` (when the task began, s since the epoch)
+    set. Before the first episode of a robot, plant and
     controller in this worker process, WARMUP_TICKS ticks of it run unrecorded (warmup_s, s), so
     that one-time costs (loading compiled code, first calls) stay out of the episode's timing."""
     import dataclasses
@@ -44,6 +45,7 @@ def run_sweep_episode(scenario_json: str, episode: int) -> dict:
     from .episode import run_episode
     from .scenario import Scenario
 
+    started = time.time()
     sc = Scenario.from_json(scenario_json)
     kind = json.dumps([sc.robot, sc.plant, sc.controller, sc.controller_options, sc.plant_options], sort_keys=True)
     t0 = time.perf_counter()
@@ -52,7 +54,7 @@ def run_sweep_episode(scenario_json: str, episode: int) -> dict:
         _warm.add(kind)
     warmup_s = time.perf_counter() - t0
     row = run_episode(sc)
-    row.update(episode=episode, warmup_s=warmup_s)
+    row.update(episode=episode, warmup_s=warmup_s, started_unix_s=started)
     return row
 
 

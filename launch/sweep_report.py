@@ -22,9 +22,27 @@ TEXT_COLUMNS = ("plant_violation", "error", "host", "node_id")
 
 
 def columns(vary_fields) -> list[str]:
-    """The columns of episodes.csv: episode, the varied fields, seed, the episode's results, and
-    warmup_s (s of unrecorded warm-up ticks before a worker's first episode, else ~0)."""
-    return ["episode", *vary_fields, "seed", *RESULT_COLUMNS, "warmup_s"]
+    """The columns of episodes.csv: episode, the varied fields, seed, the episode's results,
+    warmup_s (s of unrecorded warm-up ticks before a worker's first episode, else ~0) and
+    started_unix_s (when its task began, s since the epoch)."""
+    return ["episode", *vary_fields, "seed", *RESULT_COLUMNS, "warmup_s", "started_unix_s"]
+
+
+def worker_gaps(rows: list[dict]) -> list[float]:
+    """Idle time between consecutive episodes of one worker process (s): the next task's start
+    minus the end of the previous one (its start + warm-up + wall time), for every pair of
+    consecutive rows with the same host and pid. Between two queued episodes this is what Ray
+    costs per episode (returning a result, handing the worker its next task)."""
+    by_worker: dict = {}
+    for r in rows:
+        if r.get("started_unix_s") is not None:
+            by_worker.setdefault((r["host"], r["pid"]), []).append(r)
+    gaps = []
+    for runs in by_worker.values():
+        runs.sort(key=lambda r: r["started_unix_s"])
+        for a, b in zip(runs, runs[1:]):
+            gaps.append(b["started_unix_s"] - (a["started_unix_s"] + (a["warmup_s"] or 0.0) + a["wall_s"]))
+    return gaps
 
 
 def _typed(column: str, text: str, text_fields: set[str]):
@@ -105,6 +123,8 @@ def summarize(rows: list[dict], vary: dict, *, planned: int) -> dict:
                        for f, values in vary.items()}
     out["solve_p99_ms"] = _pct(r["solve_p99_ms"] for r in rows)
     out["episode_wall_s"] = _pct(r["wall_s"] for r in rows)
+    gaps = worker_gaps(rows)
+    out["worker_gap_s"] = {**_pct(gaps), "mean": float(np.mean(gaps)) if gaps else None}
     out["hosts"] = sorted({r["host"] for r in rows})
     out["nodes"] = len({r["node_id"] for r in rows})
     if out["errors"]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.sweep_report import read_rows, summarize, wilson_interval, write_plots
+from launch.sweep_report import read_rows, summarize, wilson_interval, worker_gaps, write_plots
 from launch.sweep_spec import SweepSpec, parse_set, parse_vary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,3 +180,11 @@ def test_ctrl_c_keeps_finished_rows_and_resume_runs_only_the_missing_ones(tmp_pa
     assert [i["episodes_run"] for i in meta["invocations"]] == [done, 6 - done]
     episodes = [int(line.split(",")[0]) for line in journal.read_text().splitlines()[1:] if line]
     assert sorted(episodes) == list(range(6)), "every episode exactly once"
+
+
+def test_worker_gaps_are_the_idle_time_between_episodes_of_one_worker():
+    rows = [{"host": "h", "pid": 1, "started_unix_s": 100.0, "warmup_s": 1.0, "wall_s": 2.0},
+            {"host": "h", "pid": 1, "started_unix_s": 103.01, "warmup_s": 0.0, "wall_s": 2.0},
+            {"host": "h", "pid": 2, "started_unix_s": 100.5, "warmup_s": 0.0, "wall_s": 1.0},
+            {"host": "h", "pid": 1, "started_unix_s": 105.03, "warmup_s": 0.0, "wall_s": 1.0}]
+    assert worker_gaps(rows) == pytest.approx([0.01, 0.02])
