@@ -279,7 +279,12 @@ def finish(folder: Path, spec: SweepSpec, invocation: dict | None = None) -> dic
                                                                  "interrupted")}
         summary["lost"] = invocation["lost"]
     summary["interrupted"] = bool(invocation and invocation["interrupted"])
-    summary["plots"] = [p.name for p in sweep_report.write_plots(folder, rows, spec.vary,
-                                                                 deadline_ms=1e3 / spec.base.control_rate_hz)]
+    sweep_report.write_summary(folder, summary)  # first: the rows' summary does not depend on the plots
+    try:
+        summary["plots"] = [p.name for p in sweep_report.write_plots(folder, rows, spec.vary,
+                                                                     deadline_ms=1e3 / spec.base.control_rate_hz)]
+    except Exception as exc:  # noqa: BLE001 - the episodes and their summary are written; plots are extras
+        print(f"warning: no plots for {folder}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        summary["plots"] = []
     sweep_report.write_summary(folder, summary)
     return summary

@@ -90,7 +90,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # exactly 0 at no successes and 1 at all (rounding gives 5.6e-17 and 1 - 1.1e-16)
+    return (0.0 if successes == 0 else max(0.0, centre - half)), (1.0 if successes == n else min(1.0, centre + half))
 
 
 def _rate(rows: list[dict]) -> dict:
@@ -166,7 +167,9 @@ def write_plots(folder: str | Path, rows: list[dict], vary: dict, *, deadline_ms
         lo = np.array([s["ci95"][0] if s["ci95"] else np.nan for s in stats])
         hi = np.array([s["ci95"][1] if s["ci95"] else np.nan for s in stats])
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.errorbar(x, rate, yerr=[rate - lo, hi - rate], fmt="o-", capsize=4, label="success, Wilson 95 %")
+        # (the interval holds the rate; clipped at 0 against rounding, e.g. hi = 1 - 1e-16 at rate 1)
+        ax.errorbar(x, rate, yerr=[np.maximum(rate - lo, 0), np.maximum(hi - rate, 0)], fmt="o-", capsize=4,
+                    label="success, Wilson 95 %")
         for xi, s in zip(x, stats):
             ax.annotate(f"n={s['episodes']}", (xi, 0.02), ha="center", fontsize=7, color="gray")
         if not numeric:

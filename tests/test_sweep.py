@@ -74,6 +74,7 @@ def test_wilson_interval_matches_the_textbook_values():
     lo, hi = wilson_interval(0, 10)
     assert lo == 0.0 and round(hi, 4) == 0.2775
     assert wilson_interval(20, 20)[1] == 1.0 and wilson_interval(0, 0) is None
+    assert all(wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0 for n in range(1, 200))
 
 
 def _row(k, push, success):
@@ -110,6 +111,8 @@ def test_summary_gives_rates_per_value_and_plots_are_drawn(tmp_path):
     names = {p.name for p in write_plots(tmp_path, rows, vary, deadline_ms=10.0)}
     assert names == {"success_vs_push_ns.png", "success_vs_mass_scale.png", "success_push_ns_mass_scale.png",
                      "solve_p99.png"}
+    # 0 of 3: the Wilson lower bound rounds to 5.5e-17, above the rate (matplotlib refused the error bar)
+    assert write_plots(tmp_path, [_row(k, 0.0, False) for k in range(3)], {"push_ns": [0.0]})
 
 
 def test_unknown_field_on_the_command_line_is_refused_before_ray_starts(tmp_path):
