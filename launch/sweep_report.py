@@ -171,15 +171,15 @@ def write_plots(folder: str | Path, rows: list[dict], vary: dict, *, deadline_ms
         ax.errorbar(x, rate, yerr=[np.maximum(rate - lo, 0), np.maximum(hi - rate, 0)], fmt="o-", capsize=4,
                     label="success, Wilson 95 %")
         for xi, s in zip(x, stats):
-            ax.annotate(f"n={s['episodes']}", (xi, 0.02), ha="center", fontsize=7, color="gray")
+            ax.annotate(f"n={s['episodes']}", (xi, 1.07), ha="center", fontsize=7, color="gray")
         if not numeric:
             ax.set_xticks(x, [str(v) for v in values])
-        ax.set_ylim(-0.02, 1.05)
+        ax.set_ylim(-0.02, 1.12)
         ax.set_xlabel(f)
         ax.set_ylabel("success rate")
         ax.set_title(f"success vs {f}")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
+        ax.legend(fontsize=8, loc="best")
         fig.tight_layout()
         written.append(folder / f"success_vs_{f}.png")
         fig.savefig(written[-1], dpi=100)
