@@ -104,6 +104,11 @@ def _overridden_scenario(args: argparse.Namespace):
         sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
     if args.controller is not None and args.controller != sc.controller:
         sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
+    import dataclasses
+
+    from .sweep_spec import parse_set
+
+    sc = dataclasses.replace(sc, **dict(parse_set(text) for text in args.set))  # None kept: friction_mu=none
     return sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
                              push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate()
 
@@ -114,7 +119,8 @@ def _sweep_episode_scenario(args: argparse.Namespace):
 
     if args.from_sweep is None or args.episode is None:
         raise ValueError("--from-sweep DIR and --episode K go together (K: a row's `episode` in DIR/episodes.csv)")
-    given = [flag for flag, value in (("SCENARIO", args.scenario), ("--duration", args.duration),
+    given = [flag for flag, value in (("SCENARIO", args.scenario), ("--set", args.set or None),
+                                      ("--duration", args.duration),
                                       ("--mode", args.mode), ("--robot", args.robot), ("--plant", args.plant),
                                       ("--controller", args.controller), ("--push", args.push),
                                       ("--push-axis", args.push_axis), ("--push-at", args.push_at))
@@ -306,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--push-axis", choices=("x", "z"), default=None,
                    help="direction of the push: x horizontal (default), z vertical (up)")
     p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change a scenario field, e.g. a model error: mass_scale=1.2, command_latency_ticks=1 "
+                        "(docs/SWEEPS.md)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-animation", action="store_true", help="skip RUN_DIR/animation.mp4 (rendered after the run)")
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F",

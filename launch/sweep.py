@@ -213,6 +213,10 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
         if journal.read(1) != "\n":
             journal.write("\n")
     try:
+        if journal.tell() > 0:  # resuming: the rows keep the columns the folder's header has
+            journal.seek(0)
+            names = next(csv.reader(journal), names)
+            journal.seek(0, os.SEEK_END)
         writer = csv.DictWriter(journal, fieldnames=names, extrasaction="ignore")
         if journal.tell() == 0:
             writer.writeheader()

@@ -123,6 +123,8 @@ def test_unknown_field_on_the_command_line_is_refused_before_ray_starts(tmp_path
     out = launch("sweep", "hopper", "--vary", "push=0:1:2", "--workers", "2", "--address", "auto", cwd=tmp_path,
                  timeout=120)
     assert out.returncode == 1 and "drop --workers" in out.stderr
+    out = launch("run", "hopper", "--set", "mass=2", cwd=tmp_path, timeout=120)
+    assert out.returncode == 1 and "--set mass=2: 'mass' is not a scenario field" in out.stderr
 
 
 def test_local_sweep_writes_its_folder_and_an_episode_replays_identically_over_the_bridge(tmp_path):
