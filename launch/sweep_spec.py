@@ -146,6 +146,10 @@ class SweepSpec:
         if duration_s is not None:
             changes["duration_s"] = duration_s
         base = dataclasses.replace(base, **changes)
+        plan = base.controller_options.get("plan")
+        if plan is not None:  # workers may run in another folder: the plan file by its absolute path
+            base = dataclasses.replace(base, controller_options={**base.controller_options,
+                                                                 "plan": str(Path(plan).resolve())})
         varied: dict = {}
         for text in vary:
             fname, values = parse_vary(text)
