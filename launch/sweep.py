@@ -8,7 +8,8 @@ CPUs (default: the machine's cores), with `address` ("auto", "HOST:PORT" of a he
 "ray://HOST:PORT" through the Ray client) an existing cluster, whose nodes must have this
 project importable (the same version). A task whose worker process dies is retried by Ray
 (MAX_RETRIES times); its result arrives once. The driver writes each row to episodes.csv as
-it arrives (ray.wait), so Ctrl-C (or SIGTERM) keeps every finished episode, and
+it arrives (ray.wait), so Ctrl-C (or SIGTERM) keeps every finished episode (disconnecting
+the driver ends the job's running tasks), and
 `--resume DIR` runs only the missing ones. At the end (also after Ctrl-C) it writes
 episodes.parquet, summary.json and the plots (launch/sweep_report.py).
 """
@@ -240,12 +241,9 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
                 walls.append(row["wall_s"] + row["warmup_s"])
                 bar.advance(row["success"])
     except KeyboardInterrupt:
+        # no ray.cancel: ray.shutdown() below ends this job's tasks (local Ray and cluster alike), and
+        # a forced cancel racing a task's completion once aborted the driver inside Ray's task manager
         interrupted = True
-        for ref in pending:
-            try:
-                ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - finished or gone already: nothing to cancel
-                pass
     finally:
         loop_s = time.perf_counter() - t_loop if t_loop is not None else 0.0
         bar.stop()

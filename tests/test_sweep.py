@@ -172,7 +172,7 @@ def test_ctrl_c_keeps_finished_rows_and_resume_runs_only_the_missing_ones(tmp_pa
     assert journal is not None, proc.communicate()[1][-2000:]
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr[-2000:]
+    assert proc.returncode == 130, stderr[:2000] + "\n...\n" + stderr[-1000:]
     summary = json.loads(stdout)
     done = summary["episodes_completed"]
     assert summary["interrupted"] and 2 <= done < 6, (done, stderr[-2000:])

@@ -154,3 +154,24 @@ def test_a_worker_killed_mid_sweep_is_retried_and_every_row_arrives_once(cluster
     # killed within its first task (the worker's warm-up takes seconds): the episode it was
     # running came back from Ray's retry in another process
     assert str(victim) not in {r["pid"] for r in rows}
+
+
+def test_ctrl_c_on_a_cluster_ends_the_running_episodes(cluster, tmp_path, slow_hopper):
+    _, _, dirs = cluster
+    proc = _sweep(cluster, tmp_path, slow_hopper, "--vary", "push=0:1:10", "--seeds", "2")
+
+    def running() -> list[int]:
+        return [p for p in _cluster_pids(dirs) if _processes().get(p, (0, ""))[1].startswith("ray::run_sweep_episode")]
+
+    deadline = time.monotonic() + 180
+    while not running() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert running(), "no episode was seen running"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert json.loads(stdout)["interrupted"]
+    deadline = time.monotonic() + 30  # the driver is gone: Ray ends its job's tasks on every node
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not running(), "episodes kept running after Ctrl-C"
