@@ -9,7 +9,8 @@ sweep-throughput  the same sweep (the hopper MPC, 5 s episodes, --repeats N epis
                   consecutive episodes (`worker_gaps`: returning a result and receiving the next
                   task), against an episode's mean wall time; `loop_overhead_per_episode_s`
                   (1 worker: the loop's wall time less the time inside episodes and warm-ups,
-                  per episode) adds the one-time start of the worker process.
+                  per episode) adds the one-time start of the worker process. The load average
+                  before and after says how much of the machine the sweep had.
 sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success rate against a
                   push, mass error, friction, command latency and sensor noise, 20 seeds a point
                   (--repeats K seeds), 5 s episodes with a little sensor noise so that seeds
@@ -17,6 +18,7 @@ sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success r
 """
 from __future__ import annotations
 
+import os
 import sys
 
 # (varied field spec) per robustness table; the base adds sensor noise so seeds differ
@@ -54,7 +56,7 @@ def bench_sweep_throughput(args) -> dict:
     if n < 4:
         raise ValueError(f"sweep-throughput needs --repeats >= 4 episodes, got {n}")
     spec = SweepSpec.from_args("hopper", [f"push=0:4:{n}"], seeds=1, duration_s=5.0)
-    out: dict = {"episodes": n, "episode_sim_s": 5.0}
+    out: dict = {"episodes": n, "episode_sim_s": 5.0, "cores": os.cpu_count(), "loadavg_1min_before": os.getloadavg()[0]}
     for workers in (1, 2):
         print(f"[sweep-throughput] {n} episodes on {workers} worker(s)", file=sys.stderr, flush=True)
         s = _run(spec, workers)
@@ -72,6 +74,12 @@ def bench_sweep_throughput(args) -> dict:
             out["ray_overhead_fraction_of_episode"] = gap / (walls / n) if gap is not None else None
             out["loop_overhead_per_episode_s"] = (inv["loop_wall_s"] - walls - warmups) / n
     out["speedup_2_vs_1"] = out["w2"]["episodes_per_s"] / out["w1"]["episodes_per_s"]
+    # what the speed-up would have been had the episodes run as fast on 2 workers as on 1: on a machine
+    # with other work, 2 workers share the cores with it and each episode slows down (an estimate that
+    # separates Ray's scaling from the CPU the machine had to give; the figure is speedup_2_vs_1)
+    out["speedup_if_episodes_kept_their_1_worker_time"] = (out["speedup_2_vs_1"] * out["w2"]["episode_wall_mean_s"]
+                                                           / out["w1"]["episode_wall_mean_s"])
+    out["loadavg_1min_after"] = os.getloadavg()[0]
     return out
 
 
