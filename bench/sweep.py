@@ -14,7 +14,7 @@ sweep-throughput  the same sweep (the hopper MPC, 5 s episodes, --repeats N epis
 sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success rate against a
                   push, mass error, friction, command latency and sensor noise, 20 seeds a point
                   (--repeats K seeds), 5 s episodes with a little sensor noise so that seeds
-                  differ. Long (~1,000 episodes); for a quiet machine, never in the tests.
+                  differ. Long (780 episodes); for a quiet machine, never in the tests.
 """
 from __future__ import annotations
 
