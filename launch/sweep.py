@@ -16,6 +16,7 @@ episodes.parquet, summary.json and the plots (launch/sweep_report.py).
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import platform
@@ -37,8 +38,8 @@ _warm: set[str] = set()  # the kinds of episode this worker process has warmed u
 
 def run_sweep_episode(scenario_json: str, episode: int) -> dict:
     """Ray task body: run one episode (launch/episode.py) from its scenario's JSON; returns its
-    row with `episode`, `warmup_s` and `started_unix_s` (when the task began, s since the epoch)
-    set. Before the first episode of a robot, plant and
+    row with `episode`, `warmup_s`, `started_unix_s` (when the task began, s since the epoch) and
+    `code_version` (code_version()) set. Before the first episode of a robot, plant and
     controller in this worker process, WARMUP_TICKS ticks of it run unrecorded (warmup_s, s), so
     that one-time costs (loading compiled code, first calls) stay out of the episode's timing."""
     import dataclasses
@@ -55,8 +56,19 @@ def run_sweep_episode(scenario_json: str, episode: int) -> dict:
         _warm.add(kind)
     warmup_s = time.perf_counter() - t0
     row = run_episode(sc)
-    row.update(episode=episode, warmup_s=warmup_s, started_unix_s=started)
+    row.update(episode=episode, warmup_s=warmup_s, started_unix_s=started, code_version=code_version())
     return row
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """This process's code: the git commit of the checkout it runs from ('+dirty' with local
+    changes), else the installed legmpc version. Every row carries its worker's, so a cluster
+    whose nodes run other code shows in the rows (and on stderr)."""
+    v = versions()
+    if v.get("git_commit"):
+        return v["git_commit"][:12] + ("+dirty" if v.get("git_dirty") else "")
+    return f"legmpc {v.get('legmpc')}"
 
 
 def versions() -> dict:
@@ -207,6 +219,7 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
     pending: dict = {}
     walls: list[float] = []
     slots = t_loop = None
+    mine, foreign = code_version(), set()
     bar = _Progress(spec.episodes, len(done), f"sweep {spec.base.name}", progress)
     journal = open(folder / "episodes.csv", "a+", newline="")
     if journal.tell() > 0:  # a line cut short by a killed driver is ended, so the next row starts clean
@@ -236,6 +249,10 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
                     lost[k] = f"{type(err).__name__}: {str(err)[:300]}"
                     continue
                 row.update(spec.values(k))
+                if row.get("code_version") not in (None, mine) and row["code_version"] not in foreign:
+                    foreign.add(row["code_version"])
+                    print(f"warning: episode {k} ran on {row['host']} (node {row['node_id'][:8]}) with code "
+                          f"{row['code_version']}, this driver has {mine}", file=sys.stderr)
                 writer.writerow(row)
                 journal.flush()  # a row on disk as soon as it arrives: Ctrl-C keeps it
                 walls.append(row["wall_s"] + row["warmup_s"])

@@ -18,14 +18,15 @@ from .episode import RESULT_COLUMNS
 
 BOOL_COLUMNS = ("success", "fell")
 INT_COLUMNS = ("episode", "seed", "ticks", "misses", "pid")
-TEXT_COLUMNS = ("plant_violation", "error", "host", "node_id")
+TEXT_COLUMNS = ("plant_violation", "error", "host", "node_id", "code_version")
 
 
 def columns(vary_fields) -> list[str]:
     """The columns of episodes.csv: episode, the varied fields, seed, the episode's results,
-    warmup_s (s of unrecorded warm-up ticks before a worker's first episode, else ~0) and
-    started_unix_s (when its task began, s since the epoch)."""
-    return ["episode", *vary_fields, "seed", *RESULT_COLUMNS, "warmup_s", "started_unix_s"]
+    warmup_s (s of unrecorded warm-up ticks before a worker's first episode, else ~0),
+    started_unix_s (when its task began, s since the epoch) and code_version (the worker's git
+    commit or package version)."""
+    return ["episode", *vary_fields, "seed", *RESULT_COLUMNS, "warmup_s", "started_unix_s", "code_version"]
 
 
 def worker_gaps(rows: list[dict]) -> list[float]:
@@ -127,6 +128,7 @@ def summarize(rows: list[dict], vary: dict, *, planned: int) -> dict:
     gaps = worker_gaps(rows)
     out["worker_gap_s"] = {**_pct(gaps), "mean": float(np.mean(gaps)) if gaps else None}
     out["hosts"] = sorted({r["host"] for r in rows})
+    out["code_versions"] = sorted({r.get("code_version") or "" for r in rows})
     out["nodes"] = len({r["node_id"] for r in rows})
     if out["errors"]:
         out["first_error"] = next(r["error"] for r in rows if r["error"])

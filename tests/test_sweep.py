@@ -140,6 +140,9 @@ def test_local_sweep_writes_its_folder_and_an_episode_replays_identically_over_t
     assert meta["spec"]["vary"] == {"push_ns": [0.0, 3.0]} and meta["versions"]["ray"]
     rows = read_rows(folder)
     assert sorted(r["episode"] for r in rows) == [0, 1, 2, 3]
+    from launch.sweep import code_version
+
+    assert summary["code_versions"] == [code_version()]  # the workers ran this checkout
     import pyarrow.parquet as pq
 
     table = pq.read_table(folder / "episodes.parquet")

@@ -131,6 +131,7 @@ def test_a_sweep_through_address_runs_on_both_nodes(cluster, tmp_path, slow_hopp
     assert sorted(int(r["episode"]) for r in rows) == list(range(6))
     assert len({r["node_id"] for r in rows}) == 2, "both nodes ran episodes"
     assert summary["nodes"] == 2 and all(r["host"] for r in rows)
+    assert len(summary["code_versions"]) == 1, "both nodes run this checkout"
 
 
 def test_a_worker_killed_mid_sweep_is_retried_and_every_row_arrives_once(cluster, tmp_path, slow_hopper):
