@@ -7,13 +7,20 @@ STAMP  := $(VENV)/.installed
 # comma-deps-acados overwrites casadi/ with a slim build without IPOPT; this is put back after it.
 CASADI_VERSION := 3.8.2
 
-.PHONY: demo test venv clean
+.PHONY: demo test venv clean chromium
 
 demo: $(STAMP)
 	$(PY) -m launch demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest -q
+
+# tests/test_view.py drives a real headless browser: Debian's Chromium (playwright cannot
+# download its own here). Installed once, as root, from the machine's package registry.
+chromium:
+	@test -x /usr/bin/chromium || { echo "[setup] installing Debian's chromium for the browser test"; \
+	  apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } \
+	  || { echo "tests/test_view.py needs /usr/bin/chromium: apt-get install chromium (as root)"; exit 1; }; }
 
 venv: $(STAMP)
 

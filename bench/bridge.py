@@ -34,7 +34,7 @@ ECHO = b"E"
 
 def _dims() -> P.Dims:
     m = get_robot("quadruped")
-    return P.Dims(m.nq, m.nv, m.nu, m.nc)
+    return P.Dims.of(m)
 
 
 def _command_arrays(d: P.Dims) -> list[np.ndarray]:
@@ -48,7 +48,7 @@ def peer(endpoint: str) -> None:
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
-    sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "name": "bench-peer"}))
+    sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "name": "bench-peer"}))
     cmd = _command_arrays(d)
     raw_reply = [bytes(memoryview(f).cast("B")) for f in P.encode(P.COMMAND, 0, 0.0, cmd, dims=d)]
     while True:
@@ -76,7 +76,7 @@ def bench_bridge(args) -> dict:
     try:
         ident = sock.recv_multipart()[0]  # HELLO
         state = [np.random.default_rng(0).normal(size=d.nq), np.zeros(d.nv), np.ones(d.nc, np.uint8),
-                 np.zeros((d.nc, 2))]
+                 np.zeros((d.nc, d.nf)), np.zeros(1, np.uint8)]
         frames = P.encode(P.STATE, 0, 0.0, state, dims=d)
         payload = sum(memoryview(f).nbytes for f in frames)
         raw = [bytes(memoryview(f).cast("B")) for f in frames]

@@ -49,7 +49,7 @@ def bench_bridge_fuzz(args) -> dict:
 
     n_messages = args.repeats or 100_000
     model = get_robot("hopper")
-    dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
+    dims = P.Dims.of(model)
     folder = Path(tempfile.mkdtemp(prefix="bridge-fuzz-"))
     proc = subprocess.Popen([sys.executable, "-m", "launch", "serve-plant", "hopper", "--mode", "lockstep",
                              "--bind", f"ipc://{folder}/plant", "--log-dir", str(folder / "log")],

@@ -24,11 +24,12 @@ def _tick_times(robot: str, ticks: int) -> dict:
     ctrl = make_mpc(model)
     plant = make_plant("ess", model)
     state = plant.reset(ctrl.reference.x_at(0.0)[0][: model.nq].copy(), None)
-    dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
+    dims = P.Dims.of(model)
     rows = []
     for k in range(ticks):
         frames = [bytes(memoryview(f).cast("B")) for f in
-                  P.encode(P.STATE, k, state.t, [state.q, state.v, state.contact.astype(np.uint8), state.force])]
+                  P.encode(P.STATE, k, state.t, [state.q, state.v, state.contact.astype(np.uint8), state.force,
+                                                 np.zeros(1, np.uint8)])]
         t0 = time.perf_counter()
         msg = P.decode(frames, dims)
         t1 = time.perf_counter()

@@ -78,7 +78,7 @@ class ControllerClient:
             model = self.controller.model
             sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": model.name,
                                                                 "name": o.name}))
-            dims = P.Dims(model.nq, model.nv, model.nu, model.nc)
+            dims = P.Dims.of(model)
             prepare = getattr(self.controller, "prepare", None)
             tick_info = getattr(self.controller, "tick_info", None)
             predicted = getattr(self.controller, "predicted_q", None)

@@ -40,7 +40,7 @@ def is_probe_reply(msg: P.Message, magic: bytes) -> bool:
     return body["reason"] == "magic" and repr(magic) in body.get("detail", "")
 
 _JSON_VALUES = [None, True, False, 0, 1, -1, 2, 1.0, 1e308, -0.0, "", "hopper", "x" * 300, [], [1, 2, 3], {},
-                {"protocol": 1}, [[[]]]]
+                {"protocol": 1}, {"protocol": 2}, [[[]]]]
 
 
 def _random_json(rng: random.Random, depth: int = 0):

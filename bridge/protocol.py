@@ -1,4 +1,4 @@
-"""Wire protocol v1 between plant and controller (specified in docs/PROTOCOL.md).
+"""Wire protocol v2 between plant and controller (specified in docs/PROTOCOL.md).
 
 A message is a ZeroMQ multipart message:
     frame 0: header = 32-byte fixed part + 16 bytes per array descriptor (little-endian)
@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 
 MAGIC = b"LMPC"
-VERSION = 1
+VERSION = 2  # v2: STATE carries force columns per the robot's dimension and the plant's status
 FIXED = struct.Struct("<4sHHIdqI")  # 32 bytes
 DESC = struct.Struct("<HBBIII")  # 16 bytes
 MAX_ARRAYS = 16
@@ -62,14 +62,25 @@ class ProtocolError(ValueError):
         super().__init__(f"{reason}: {detail}")
 
 
+# STATE's "status": how the plant applied the tick before this STATE (the server's tick status)
+STATUS_CODES = {"ok": 0, "hold": 1, "damp": 2, "violation": 3}
+
+
 @dataclass(frozen=True)
 class Dims:
-    """Robot dimensions that size the arrays: nq, nv, nu (actuators), nc (contacts)."""
+    """Robot dimensions that size the arrays: nq, nv, nu (actuators), nc (contacts), nf (force
+    columns per contact: 2 (normal, x) for planar robots, 3 (normal, x, y) in 3D)."""
 
     nq: int
     nv: int
     nu: int
     nc: int
+    nf: int = 2
+
+    @classmethod
+    def of(cls, model) -> "Dims":
+        """The Dims of a RobotModel."""
+        return cls(model.nq, model.nv, model.nu, model.nc, 1 + model.n_tangent)
 
 
 @lru_cache(maxsize=256)
@@ -83,7 +94,7 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
         raise ProtocolError("unexpected", f"{TYPE_NAMES.get(msg_type, msg_type)} before CONFIG")
     if msg_type == STATE:
         return (("q", f8, (dims.nq,)), ("v", f8, (dims.nv,)), ("contact", u1, (dims.nc,)),
-                ("force", f8, (dims.nc, 2)))
+                ("force", f8, (dims.nc, dims.nf)), ("status", u1, (1,)))
     if msg_type == COMMAND:
         n = dims.nu
         return (("tau_ff", f8, (n,)), ("q_des", f8, (n,)), ("v_des", f8, (n,)), ("kp", f8, (n,)),
@@ -176,7 +187,9 @@ JSON_SCHEMAS: dict[int, dict[str, tuple[type, bool]]] = {
     HELLO: {"protocol": (int, True), "name": (str, False), "robot": (str, False)},
     CONFIG: {"protocol": (int, True), "robot": (str, True), "nq": (int, True), "nv": (int, True),
              "nu": (int, True), "nc": (int, True), "q_names": (list, True), "u_names": (list, True),
-             "q_index": (list, True), "v_index": (list, True), "mode": (str, True)},
+             "q_index": (list, True), "v_index": (list, True), "mode": (str, True),
+             "floating_base": (bool, True), "force_columns": (list, True), "quaternion_order": (str, False),
+             "base_velocity_frame": (str, False)},
     ERROR: {"reason": (str, True), "detail": (str, False)},
     BYE: {"reason": (str, True)},
 }
@@ -272,7 +285,8 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     if magic != MAGIC:
         raise ProtocolError("magic", f"magic {bytes(magic)!r}, expected {MAGIC!r}")
     if version != VERSION:
-        raise ProtocolError("version", f"protocol version {version}, this side speaks {VERSION}")
+        raise ProtocolError("version", f"protocol version {version}, this side speaks only version {VERSION}: update "
+                                       "the peer to version 2 (docs/PROTOCOL.md, 'Changes from version 1')")
     if msg_type not in TYPE_NAMES:
         raise ProtocolError("type", f"unknown message type {msg_type}")
     if expect is not None and msg_type not in expect:

@@ -30,7 +30,7 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, pushed_velocity
+from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, actuated_positions, pushed_velocity
 
 from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
@@ -57,7 +57,7 @@ class ServerOptions:
     after a miss. damping_kd: joint damping of the safe command, N m s/rad. duration_s: run
     length in simulated seconds (None: until stopped). lockstep_timeout_s: longest wait in
     lockstep. log_dir: where logs go (None: no logs). curve_keys: CurveZMQ key folder.
-    push_ns: an impulse (N s) applied to the base along push_axis ("x" horizontal, "z" vertical)
+    push_ns: an impulse (N s) applied to the base along push_axis ("x", "y" horizontal, "z" vertical)
     once simulated time reaches push_at_s (default: mid-run); 0 = no push.
     """
 
@@ -162,8 +162,10 @@ class PlantServer:
         self.model = plant.model
         self.options = options.validate()
         m = self.model
-        self.dims = P.Dims(m.nq, m.nv, m.nu, m.nc)
-        self.joints = actuated_joints(m)  # index into q (and v: planar robots have nq = nv) per actuator
+        self.dims = P.Dims.of(m)
+        self.joints = actuated_joints(m)  # index into v per actuator
+        self.joints_q = actuated_positions(m)  # index into q (past a floating base's quaternion)
+        self.status = np.zeros(1, np.uint8)  # STATE's status: how the last tick's command was applied
         # warm up (JIT-compile) the plant before any controller connects, then start for real
         plant.reset(m.q0 if q0 is None else q0, v0)
         plant.step(JointCommand.zero(m.nu), 1e-3)
@@ -179,7 +181,7 @@ class PlantServer:
                                     np.full(nu, options.damping_kd))
         self.last_command: JointCommand | None = None
         self.pushed = False
-        if options.push_ns and options.push_axis not in m.q_names:
+        if options.push_ns and not m.floating_base and options.push_axis not in m.q_names:
             raise ValueError(f"push_ns along {options.push_axis!r} needs a robot with the base coordinate "
                              f"{options.push_axis!r}; {m.name} has none")
         self.log = RunLog(options.log_dir, m)
@@ -194,7 +196,9 @@ class PlantServer:
         m, o = self.model, self.options
         return {"protocol": P.VERSION, "robot": m.name, "nq": m.nq, "nv": m.nv, "nu": m.nu, "nc": m.nc,
                 "q_names": list(m.q_names), "u_names": list(m.u_names), "contacts": [c.name for c in m.contacts],
-                "q_index": self.joints.tolist(), "v_index": self.joints.tolist(),
+                "q_index": self.joints_q.tolist(), "v_index": self.joints.tolist(),
+                "floating_base": m.floating_base, "force_columns": ["normal", "x", "y"][:self.dims.nf],
+                **({"quaternion_order": "xyzw", "base_velocity_frame": "base"} if m.floating_base else {}),
                 "u_max": m.u_max.tolist(), "q0": m.q0.tolist(), "mode": o.mode, "control_rate_hz": o.control_rate_hz,
                 "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks}
 
@@ -209,8 +213,8 @@ class PlantServer:
 
     def _send_state(self, tick: int) -> None:
         s = self.state
-        self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force],
-                                         dims=self.dims))
+        self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force,
+                                                              self.status], dims=self.dims))
 
     def _reject(self, ident: bytes, err: P.ProtocolError, seq: int) -> None:
         self.rejects[err.reason] += 1
@@ -400,6 +404,7 @@ class PlantServer:
                 self.end_reason = f"plant invariant violated: {violation}"
                 print(f"plant: {self.end_reason}; ending the run", file=sys.stderr)
                 self.stop = True
+            self.status[0] = P.STATUS_CODES.get(status.split(" ")[0], P.STATUS_CODES["damp"])
             self.log.tick((tick, self.state.t, time.time_ns(), round(jitter_us, 1), round(latency_us, 1), status,
                            int(command is None)), self.state, self.state.tau)
             tick += 1

@@ -8,69 +8,36 @@ its MJCF (made from the same model) gives each body's capsules and spheres in th
 forces are arrows (1 mm per N, normal and tangential), the ground is the plane z = 0, ticks
 whose command came late (plant_ticks.csv `missed`) turn the time stamp red, and the MPC's plan
 of that tick (controller_horizon.npz, written by the controller client) is drawn as faded
-ghosts at a third, two thirds and the end of its horizon. Planar robots only (a 3D robot has
-no body_poses of this shape yet); the holes of a plan are not drawn (the plant's ground is
-flat). Frames are matplotlib (Agg) images piped to the ffmpeg that the
+ghosts at a third, two thirds and the end of its horizon. The geometry is launch/drawing.py's;
+a 3D robot is drawn from the side (world x-z): its skeleton, a line from each joint frame to
+its parent's (the MJCF's body tree), and its foot spheres; no meshes. The holes of a plan are not drawn (the
+plant's ground is flat). Frames are matplotlib (Agg) images piped to the ffmpeg that the
 `imageio-ffmpeg` wheel carries, H.264, real time at `fps` (default 30) divided by `slowmo`.
 """
 from __future__ import annotations
 
-import math
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
+from .drawing import RobotDrawing
 from .runfolder import read_csv, run_robot
 
 FORCE_SCALE_M_PER_N = 1e-3
 MAX_FRAMES = 36_000  # 20 min of video at 30 fps: a larger request is refused, not rendered for hours
 
 
-def body_shapes(mjcf: str) -> dict[str, list[tuple]]:
-    """Per body name, its drawable geoms in the body frame (x, z): ("capsule", x0, z0, x1, z1,
-    radius) and ("sphere", x, z, radius), read from the model's planar MJCF."""
-    shapes: dict[str, list[tuple]] = {}
-    for body in ET.fromstring(mjcf).iter("body"):
-        own = shapes.setdefault(body.get("name"), [])
-        for g in body.findall("geom"):
-            size = [float(s) for s in g.get("size", "0.01").split()]
-            if g.get("type") == "capsule" and g.get("fromto"):
-                x0, _, z0, x1, _, z1 = (float(s) for s in g.get("fromto").split())
-                own.append(("capsule", x0, z0, x1, z1, size[0]))
-            elif g.get("type") == "sphere":
-                x, _, z = (float(s) for s in g.get("pos", "0 0 0").split())
-                own.append(("sphere", x, z, size[0]))
-    return shapes
-
-
-def _world(pose: np.ndarray, x: float, z: float) -> tuple[float, float]:
-    """Body-frame point (x, z) in the world for a body pose (origin x, origin z, pitch)."""
-    c, s = math.cos(pose[2]), math.sin(pose[2])
-    return pose[0] + c * x + s * z, pose[1] - s * x + c * z
-
-
-def _place_robot(poses: np.ndarray, shapes: dict, body_index: dict, capsules: list,
-                 spheres: list | None = None) -> np.ndarray:
-    """Move the artists to the body `poses`: `capsules` (lines, one per capsule in shapes' order)
-    and, if given, `spheres` (circles, one per sphere); returns the drawn bodies' origins (x, z)."""
-    c_i = s_i = 0
-    origins = []
-    for name, geoms in shapes.items():
-        if name not in body_index:
-            continue
-        pose = poses[body_index[name]]
-        origins.append(pose[:2])
-        for g in geoms:
-            if g[0] == "capsule":
-                (x0, z0), (x1, z1) = _world(pose, g[1], g[2]), _world(pose, g[3], g[4])
-                capsules[c_i].set_data([x0, x1], [z0, z1])
-                c_i += 1
-            elif spheres is not None:
-                spheres[s_i].center = _world(pose, g[1], g[2])
-                s_i += 1
-    return np.array(origins)
+def _place(drawing: RobotDrawing, q: np.ndarray, lines: list, circles: list | None = None) -> np.ndarray:
+    """Move the artists to configuration q, seen from the side (world x-z): `lines` (one per
+    segment of the drawing) and, if given, `circles` (one per sphere); returns the bodies'
+    origins (x, z)."""
+    for line, seg in zip(lines, drawing.segments(q)):
+        line.set_data(seg[:, 0], seg[:, 2])
+    if circles is not None:
+        for circle, centre in zip(circles, drawing.spheres(q)[0]):
+            circle.center = (centre[0], centre[2])
+    return drawing.origins(q)[:, [0, 2]]
 
 
 def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] = (1280, 720),
@@ -83,23 +50,20 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     import matplotlib.pyplot as plt
     from matplotlib.patches import Circle
 
-    from robots import numeric
-
     folder = Path(folder)
     if not (fps > 0 and slowmo > 0):
         raise ValueError(f"fps and slowmo must be > 0, got {fps}, {slowmo}")
     t_start = time.perf_counter()
     scenario, model, traj = run_robot(folder)
-    fns = numeric(model, verbose=False)
     t, q = traj["t"], traj["q"]
     if len(t) == 0:
         raise ValueError(f"{folder}: the trajectory is empty")
     if not model.body_names:
         raise ValueError(f"{model.name}: the model has no bodies to draw")
-    force = traj.get("force", np.zeros((len(t), model.nc, 2)))
+    force = traj.get("force", np.zeros((len(t), model.nc, 1 + model.n_tangent)))
     missed = read_csv(folder / "plant_ticks.csv").get("missed", np.zeros(len(t))) if \
         (folder / "plant_ticks.csv").exists() else np.zeros(len(t))
-    shapes = body_shapes(model.mjcf)
+    drawing = RobotDrawing(model)
     horizon = None  # the MPC's predicted q per tick (controller_horizon.npz), drawn as ghosts
     if (folder / "controller_horizon.npz").exists():
         with np.load(folder / "controller_horizon.npz") as data:
@@ -114,8 +78,8 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
 
     # the camera follows the base; the view spans the robot's size
-    poses0 = fns.body_poses(q[0])
-    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([poses0[:, :2], fns.contact_points(q[0])]), axis=0).max()))
+    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([drawing.origins(q[0]), drawing.feet(q[0])])[:, [0, 2]],
+                                         axis=0).max()))
     w, h = size
     fig = plt.figure(figsize=(w / 100, h / 100), dpi=100)
     ax = fig.add_axes([0.05, 0.07, 0.9, 0.88])
@@ -124,9 +88,9 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     ax.set_ylabel("z (m)")
     ax.axhline(0.0, color="0.3", lw=2)
     ax.axhspan(-1.0, 0.0, color="0.85")
-    n_caps = sum(1 for g in shapes.values() for s in g if s[0] == "capsule")
+    n_caps = drawing.n_segments
     capsules = [ax.plot([], [], "-", color="tab:blue", lw=4, solid_capstyle="round")[0] for _ in range(n_caps)]
-    spheres = [Circle((0, 0), s[3], color="tab:orange") for g in shapes.values() for s in g if s[0] == "sphere"]
+    spheres = [Circle((0, 0), r, color="tab:orange") for r in drawing.radii]
     for c in spheres:
         ax.add_patch(c)
     ghosts = [[ax.plot([], [], "-", color="tab:blue", lw=3, alpha=0.12 + 0.1 * g, solid_capstyle="round")[0]
@@ -140,7 +104,6 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", macro_block_size=8,
                                          quality=6)
     writer.send(None)
-    body_index = {n: i for i, n in enumerate(model.body_names)}
     moving = [*(a for g in ghosts for a in g), *capsules, *spheres, joints, *arrows, stamp]
     for a in moving:  # drawn over a cached background (blitting): axes and ticks only on a new page
         a.set_animated(True)
@@ -148,23 +111,22 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     page, background = None, None
     last_print = 0.0
     for k, i in enumerate(idx):
-        poses = fns.body_poses(q[i])
-        o = _place_robot(poses, shapes, body_index, capsules, spheres)
+        o = _place(drawing, q[i], capsules, spheres)
+        feet = drawing.feet(q[i])[:, [0, 2]]
         joints.set_data(o[:, 0], o[:, 1])
         for g, stage in enumerate(ghost_stages):  # the plan made from this state: STATE i + 1 carried it
             plan_q = horizon[min(i + 1, len(horizon) - 1), stage]
             visible = bool(np.isfinite(plan_q).all())
             if visible:
-                _place_robot(fns.body_poses(plan_q), shapes, body_index, ghosts[g])
+                _place(drawing, plan_q, ghosts[g])
             for line in ghosts[g]:
                 line.set_visible(visible)
-        feet = fns.contact_points(q[i])
         for c in range(model.nc):
-            fn, ft = force[i, c]
+            fn, ft = force[i, c, 0], force[i, c, 1]
             arrows[c].set_data([feet[c, 0], feet[c, 0] + FORCE_SCALE_M_PER_N * ft],
                                [feet[c, 1], feet[c, 1] + FORCE_SCALE_M_PER_N * fn])
         # the camera pages: it moves by 60 % of the view when the base leaves the middle 60 %
-        cx = float(poses[0, 0])
+        cx = float(o[0, 0])
         if page is None or abs(cx - page) > 0.3 * width:
             page = cx
             ax.set_xlim(page - width / 2, page + width / 2)

@@ -30,9 +30,7 @@ def serve(folder: Path) -> int:
     sc = _scenario(folder)
     model = plant_robot(sc)  # with the scenario's mass, inertia, friction and ground errors
     plant = make_plant(sc.plant, model, plant_rate_hz=sc.plant_rate_hz, **sc.plant_options)
-    q0 = model.q0.copy()
-    if "z" in model.q_names:
-        q0[model.q_names.index("z")] += sc.drop_m
+    q0 = sc.initial_configuration(model)
     opts = ServerOptions(bind="tcp://127.0.0.1:*", mode=sc.mode, control_rate_hz=sc.control_rate_hz,
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
                          log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis)

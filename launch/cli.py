@@ -16,18 +16,18 @@ from typing import Sequence
 
 def robot_table(extra: Sequence[str] = ()) -> list[dict]:
     """One row per robot (registered and entry-point robots, then `extra` names or import
-    paths): name, nq, nv, nu, ncontacts (default parameters), source. A robot that cannot be
+    paths): name, dim (2: planar, 3), nq, nv, nu, ncontacts (default parameters), source. A robot that cannot be
     built (a broken entry point, say) gets its row with nq..ncontacts None and "error" saying why."""
     from robots import get_robot, robot_names
     from robots.registry import robot_source
 
     rows = []
     for name in dict.fromkeys([*robot_names(), *extra]):
-        row = {"name": name, "nq": None, "nv": None, "nu": None, "ncontacts": None, "source": "unknown"}
+        row = {"name": name, "dim": None, "nq": None, "nv": None, "nu": None, "ncontacts": None, "source": "unknown"}
         try:
             row["source"] = robot_source(name)
             m = get_robot(name)
-            row.update(nq=m.nq, nv=m.nv, nu=m.nu, ncontacts=m.nc)
+            row.update(dim=m.dim, nq=m.nq, nv=m.nv, nu=m.nu, ncontacts=m.nc)
         except ValueError as exc:
             row["error"] = str(exc)
         rows.append(row)
@@ -46,10 +46,11 @@ def cmd_robots(args: argparse.Namespace) -> int:
         from rich.table import Table
 
         table = Table(title="robots (python -m launch robots --json for machine-readable output)")
-        for col in ("name", "nq", "nv", "nu", "ncontacts", "source"):
-            table.add_column(col, justify="right" if col in ("nq", "nv", "nu", "ncontacts") else "left")
+        numbers = ("dim", "nq", "nv", "nu", "ncontacts")
+        for col in ("name", *numbers, "source"):
+            table.add_column(col, justify="right" if col in numbers else "left")
         for r in rows:
-            table.add_row(r["name"], *("-" if r[k] is None else str(r[k]) for k in ("nq", "nv", "nu", "ncontacts")),
+            table.add_row(r["name"], *("-" if r[k] is None else str(r[k]) for k in numbers),
                           r["source"])
         Console().print(table)
     for r in broken:
@@ -204,6 +205,14 @@ def cmd_animate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Serve a run folder's interactive 3D replay in the browser until Ctrl-C."""
+    from .view import serve
+
+    serve(args.run, host=args.host, port=args.port)
+    return 0
+
+
 def cmd_serve_plant(args: argparse.Namespace) -> int:
     """Run a plant alone for an outside controller (see docs/PROTOCOL.md)."""
     import time
@@ -309,8 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", help="override the controller (pd, mpc)")
     p.add_argument("--push", type=float, default=None, metavar="N",
                    help="push of N newton-seconds on the base (horizontal, at mid-run by default)")
-    p.add_argument("--push-axis", choices=("x", "z"), default=None,
-                   help="direction of the push: x horizontal (default), z vertical (up)")
+    p.add_argument("--push-axis", choices=("x", "y", "z"), default=None,
+                   help="direction of the push: x (default) or y horizontal (y: 3D robots), z vertical (up)")
     p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="change a scenario field, e.g. a model error: mass_scale=1.2, command_latency_ticks=1 "
@@ -377,6 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F", help="F times slower than real time")
     p.add_argument("--fps", type=int, default=30, help="frames per second of video (default %(default)s)")
     p.set_defaults(func=cmd_animate)
+
+    p = sub.add_parser("view", help="serve a run folder's interactive 3D replay in the browser (viser)")
+    p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
+    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default %(default)s)")
+    p.add_argument("--port", type=int, default=8080, help="port (default %(default)s)")
+    p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("mcap", help="write a run folder's run.mcap (for Foxglove): poses, joints, contacts, timing")
     p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")

@@ -66,7 +66,7 @@ def _run(sc) -> dict:
 
     from .model_errors import plant_robot, with_model_errors
     from .run import task_targets
-    from .runfolder import percentiles, trajectory_metrics
+    from .runfolder import base_names, percentiles, trajectory_metrics
 
     if sc.mode != "lockstep":
         raise ValueError(f"scenario {sc.name!r}: episodes run lockstep, got mode {sc.mode!r}")
@@ -74,12 +74,11 @@ def _run(sc) -> dict:
     plant = make_plant(sc.plant, model, plant_rate_hz=sc.plant_rate_hz, **sc.plant_options)
     nominal = get_robot(sc.robot)
     controller = with_model_errors(make_controller(sc.controller, nominal, **sc.controller_options), sc)
-    q0 = model.q0.copy()
-    if "z" in model.q_names:
-        q0[model.q_names.index("z")] += sc.drop_m
+    q0 = sc.initial_configuration(model)  # as launch/child.py's plant starts
     log = run_in_process(plant, controller, duration_s=sc.duration_s, q0=q0, control_rate_hz=sc.control_rate_hz,
                          push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis)
-    q0_z = nominal.q0[nominal.q_names.index("z")] if "z" in nominal.q_names else None
+    z_name = base_names(list(nominal.q_names))[1]  # as launch/run.py's finalize measures a fall
+    q0_z = nominal.q0[nominal.q_names.index(z_name)] if z_name in nominal.q_names else None
     metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z)
     targets = task_targets(sc)
     rows = log["rows"]

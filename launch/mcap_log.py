@@ -8,9 +8,11 @@ on each channel, logged at the plant's wall clock of that tick (plant_ticks.csv 
 simulated time is in every message as `t`):
 
 - `/tf` (foxglove.FrameTransforms): the pose of every body of the robot in the frame `world`
-  (planar robots: x, z and the pitch about y), so Foxglove's 3D panel shows the robot's frames;
+  (planar robots: x, z and the pitch about y; 3D robots: each joint frame's position and
+  orientation), so Foxglove's 3D panel shows the robot's frames;
 - `/joint_states`: names, positions (m or rad), velocities, applied efforts (N or N m);
-- `/contacts`: per contact its flag and its normal and tangential forces (N);
+- `/contacts`: per contact its flag and its normal and tangential forces (N; 3D robots: the
+  tangential force along world x, and along y in `tangential_y_N`);
 - `/timing`: the tick's command latency and jitter (us), status and miss flag, and the
   controller's tick and solve times (ms).
 The `mcap` package writes it; the same package reads it back (tests/test_mcap_log.py).
@@ -42,7 +44,8 @@ SCHEMAS = {
     "/contacts": ("legmpc.Contacts", {
         "type": "object", "properties": {"t": {"type": "number"}, "name": _NAMES,
                                          "in_contact": {"type": "array", "items": {"type": "boolean"}},
-                                         "normal_N": _NUMBERS, "tangential_N": _NUMBERS}}),
+                                         "normal_N": _NUMBERS, "tangential_N": _NUMBERS,
+                                         "tangential_y_N": _NUMBERS}}),
     "/timing": ("legmpc.Timing", {
         "type": "object", "properties": {"tick": {"type": "integer"}, "t": {"type": "number"},
                                          "latency_us": {"type": "number"}, "jitter_us": {"type": "number"},
@@ -71,6 +74,7 @@ def write_mcap(folder: Path) -> dict:
     from mcap.writer import Writer
 
     from robots import numeric
+    from sim.protocol import actuated_joints, actuated_positions
 
     folder = Path(folder)
     _, model, traj = run_robot(folder)
@@ -79,9 +83,9 @@ def write_mcap(folder: Path) -> dict:
     n = len(traj["t"])
     first_wall = _num(_at(plant, "wall_ns", 0))
     t0_ns = int(first_wall) if first_wall else 0
-    force = traj.get("force", np.zeros((n, model.nc, 2)))
+    force = traj.get("force", np.zeros((n, model.nc, 1 + model.n_tangent)))
     contact = traj.get("contact", np.zeros((n, model.nc), bool))
-    joint_idx = [model.q_names.index(u) if u in model.q_names else None for u in model.u_names]
+    joints_q, joints_v = actuated_positions(model), actuated_joints(model)
     out = folder / "run.mcap"
     with open(out, "wb") as f:
         writer = Writer(f)
@@ -95,22 +99,21 @@ def write_mcap(folder: Path) -> dict:
             wall = _num(_at(plant, "wall_ns", k))
             stamp = int(wall) if wall else t0_ns + int(t * 1e9)
             q, v = traj["q"][k], traj["v"][k]
-            poses = fns.body_poses(q)
-            transforms = [{"timestamp": {"sec": stamp // 10**9, "nsec": stamp % 10**9}, "parent_frame_id": "world",
-                           "child_frame_id": body, "translation": {"x": float(p[0]), "y": 0.0, "z": float(p[1])},
-                           "rotation": {"x": 0.0, "y": math.sin(p[2] / 2), "z": 0.0, "w": math.cos(p[2] / 2)}}
-                          for body, p in zip(model.body_names, poses)]
+            stamped = {"sec": stamp // 10**9, "nsec": stamp % 10**9}
+            transforms = [{"timestamp": stamped, "parent_frame_id": "world", "child_frame_id": body, **pose}
+                          for body, pose in zip(model.body_names, _frame_poses(model, fns.body_poses(q)))]
             tau = traj["tau"][k]
             messages = {
                 "/tf": {"transforms": transforms},
                 "/joint_states": {"t": t, "name": list(model.u_names),
-                                  "position": [_num(q[j]) if j is not None else None for j in joint_idx],
-                                  "velocity": [_num(v[j]) if j is not None else None for j in joint_idx],
+                                  "position": [_num(q[j]) for j in joints_q],
+                                  "velocity": [_num(v[j]) for j in joints_v],
                                   "effort": [_num(x) for x in tau]},
                 "/contacts": {"t": t, "name": [c.name for c in model.contacts],
                               "in_contact": [bool(c) for c in contact[k]],
                               "normal_N": [_num(x) for x in force[k, :, 0]],
-                              "tangential_N": [_num(x) for x in force[k, :, 1]]},
+                              "tangential_N": [_num(x) for x in force[k, :, 1]],
+                              **({"tangential_y_N": [_num(x) for x in force[k, :, 2]]} if force.shape[2] > 2 else {})},
                 "/timing": {"tick": k, "t": t, "latency_us": _num(_at(plant, "latency_us", k)),
                             "jitter_us": _num(_at(plant, "jitter_us", k)), "status": str(_at(plant, "status", k) or ""),
                             "missed": bool((_num(_at(plant, "missed", k)) or 0) > 0),
@@ -121,3 +124,15 @@ def write_mcap(folder: Path) -> dict:
                                    data=json.dumps(msg).encode())
         writer.finish()
     return {"path": str(out), "ticks": n, "channels": sorted(SCHEMAS)}
+
+
+def _frame_poses(model, poses: np.ndarray) -> list[dict]:
+    """Foxglove translation and rotation (quaternion x, y, z, w) of each body from `body_poses` rows."""
+    if model.floating_base:
+        from scipy.spatial.transform import Rotation
+
+        quats = Rotation.from_matrix(poses[:, 3:12].reshape(-1, 3, 3)).as_quat()
+        return [{"translation": dict(zip("xyz", map(float, p[:3]))), "rotation": dict(zip("xyzw", map(float, qt)))}
+                for p, qt in zip(poses, quats)]
+    return [{"translation": {"x": float(p[0]), "y": 0.0, "z": float(p[1])},
+             "rotation": {"x": 0.0, "y": math.sin(p[2] / 2), "z": 0.0, "w": math.cos(p[2] / 2)}} for p in poses]

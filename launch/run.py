@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import holes_metrics, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
+from .runfolder import base_names, holes_metrics, worst_complementarity, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
 from .scenario import Scenario
 
 
@@ -123,7 +123,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
                            f"{list(exit_codes)}; logs in {folder}):{tails}")
     plant = json.loads((folder / "plant_summary.json").read_text())
     table = latency_table(folder)
-    q0_z = model.q0[model.q_names.index("z")] if "z" in model.q_names else None
+    z_name = base_names(list(model.q_names))[1]
+    q0_z = model.q0[model.q_names.index(z_name)] if z_name in model.q_names else None
     metrics = task_metrics(folder, q0_z)
     ctrl = read_csv(folder / "controller_ticks.csv")
     targets = task_targets(scenario)
@@ -143,6 +144,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "apex_height_m": {"mean": metrics["apex_height_m"], "target": targets.get("apex_height")},
         "vx_mps": {"mean": metrics["vx_mps"], "target": targets.get("vx")},
         "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
+        "complementarity_p99": float(np.nanpercentile(comp, 99)) if comp is not None and comp.size else None,
+        "complementarity_worst": worst_complementarity(ctrl, model),
         "push_ns": scenario.push_ns,
         "push_axis": scenario.push_axis,
         "push_at_s": scenario.push_time_s,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -92,29 +93,73 @@ def trajectory(folder: Path) -> dict[str, np.ndarray]:
         return {k: data[k] for k in data.files}
 
 
+MAX_TILT_RAD = math.radians(60.0)  # a floating base tilted further (roll or pitch) has fallen
+
+
+def base_names(names: list[str]) -> tuple[str, str]:
+    """The names of the base's forward and height coordinates: ("base_x", "base_z") for a
+    floating base, else ("x", "z")."""
+    return ("base_x", "base_z") if "base_z" in names else ("x", "z")
+
+
 def task_metrics(folder: Path, q0_z: float | None) -> dict:
-    """fell (base below half its nominal height), apex heights (m) and mean forward speed (m/s)
-    of a run folder's trajectory (`trajectory_metrics`)."""
+    """fell, apex heights (m) and mean forward speed (m/s) of a run folder's trajectory
+    (`trajectory_metrics`)."""
     traj = trajectory(folder)
     return trajectory_metrics(traj["t"], traj["q"], traj["contact"], list(traj["q_names"]), q0_z)
 
 
 def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_names: list[str],
                        q0_z: float | None) -> dict:
-    """From logged ticks (t in s, q (ticks, nq), contact (ticks, nc)): fell (the base's z below
-    half its nominal height q0_z at some tick), apex_height_m (mean height of the airborne peaks
-    of z, m) and vx_mps (mean forward speed, m/s); None where the robot has no such coordinate."""
+    """From logged ticks (t in s, q (ticks, nq), contact (ticks, nc)): fell, apex_height_m (mean
+    height of the airborne peaks of the base, m) and vx_mps (mean forward speed, m/s); None where
+    the robot has no such coordinate. fell: once the base has reached half its nominal height
+    q0_z (at the start, or after standing up from lying), it drops below it again, or (floating
+    base) tilts by more than MAX_TILT_RAD in roll or pitch."""
     out = {"fell": False, "apex_height_m": None, "vx_mps": None}
-    if "z" in q_names and q.size:
-        z = q[:, q_names.index("z")]
-        out["fell"] = bool(q0_z is not None and np.any(z < 0.5 * q0_z))
+    x_name, z_name = base_names(q_names)
+    if z_name in q_names and q.size:
+        z = q[:, q_names.index(z_name)]
+        if q0_z is not None:
+            up = np.flatnonzero(z >= 0.5 * q0_z)
+            out["fell"] = bool(up.size == 0 or np.any(z[up[0]:] < 0.5 * q0_z))
+        if z_name == "base_z":
+            out["fell"] = out["fell"] or bool(np.any(tilt_angle(q[:, 3:7]) > MAX_TILT_RAD))
         airborne = ~contact.any(axis=1)
         peaks = [z[i] for i in range(1, len(z) - 1) if airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
         out["apex_height_m"] = float(np.mean(peaks)) if peaks else None
-    if "x" in q_names and t.size > 1:
-        x = q[:, q_names.index("x")]
+    if x_name in q_names and t.size > 1:
+        x = q[:, q_names.index(x_name)]
         out["vx_mps"] = float((x[-1] - x[0]) / (t[-1] - t[0]))
     return out
+
+
+def worst_complementarity(ctrl: dict, model) -> dict | None:
+    """The MPC tick whose executed stage had the largest complementarity product |a b|: its tick,
+    the pair (mpc.contact_ocp.PAIR_NAMES), the contact, a and b; None without the columns."""
+    comp, pair = ctrl.get("complementarity"), ctrl.get("complementarity_pair")
+    if comp is None or pair is None or not comp.size or not np.isfinite(comp).any():
+        return None
+    from mpc.contact_ocp import PAIR_NAMES
+
+    k = int(np.nanargmax(comp))
+    p = int(pair[k])
+    return {"tick": k, "product": float(comp[k]), "pair": PAIR_NAMES[p // model.nc],
+            "contact": model.contacts[p % model.nc].name, "a": float(ctrl["complementarity_a"][k]),
+            "b": float(ctrl["complementarity_b"][k])}
+
+
+def tilt_angle(quat: np.ndarray) -> np.ndarray:
+    """Angle (rad) between the base's z axis and the world's, per row of quaternions (x, y, z, w)."""
+    x, y = quat[:, 0], quat[:, 1]
+    return np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
+
+
+def roll_pitch_yaw(quat: np.ndarray) -> np.ndarray:
+    """(n x 3) roll, pitch, yaw (rad; extrinsic x-y-z) of rows of quaternions (x, y, z, w), for plots."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_quat(quat).as_euler("xyz")
 
 
 def _planning_spread(t: np.ndarray, td: np.ndarray, t_from: float) -> dict | None:
@@ -194,18 +239,36 @@ def write_plots(folder: Path) -> list[Path]:
     if traj["q"].ndim != 2 or not len(traj["q"]):  # the run ended before its first tick
         return written
     names = list(traj["q_names"])
-    fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
     t = traj["t"]
-    for i, n in enumerate(names):
-        (axes[0] if n in ("x", "z") else axes[1]).plot(t, traj["q"][:, i], label=n)
+    if "base_qw" in names:  # a floating base: position, roll/pitch/yaw, joints, contact forces
+        fig, axes = plt.subplots(5, 1, figsize=(8, 10), sharex=True)
+        for i, n in enumerate(("x", "y", "z")):
+            axes[0].plot(t, traj["q"][:, i], label=f"base {n}")
+        for i, n in enumerate(("roll", "pitch", "yaw")):
+            axes[1].plot(t, roll_pitch_yaw(traj["q"][:, 3:7])[:, i], label=n)
+        for i, n in enumerate(names[7:]):
+            axes[2].plot(t, traj["q"][:, 7 + i], label=n, lw=0.8)
+        axes[1].set_ylabel("base angles (rad)")
+        axes[2].set_ylabel("joints (rad)")
+        force_ax, torque_ax = axes[3], axes[4]
+    else:
+        fig, axes = plt.subplots(4, 1, figsize=(8, 9), sharex=True)
+        for i, n in enumerate(names):
+            (axes[0] if n in ("x", "z") else axes[1]).plot(t, traj["q"][:, i], label=n)
+        axes[1].set_ylabel("angles (rad)")
+        force_ax, torque_ax = axes[2], axes[3]
+    if "force" in traj and traj["force"].ndim == 3:
+        for i in range(traj["force"].shape[1]):
+            force_ax.plot(t, traj["force"][:, i, 0], label=f"contact {i} normal")
+    force_ax.set_ylabel("contact force (N)")
     for i, n in enumerate(traj["u_names"]):
-        axes[2].plot(t, traj["tau"][:, i], label=str(n))
+        torque_ax.plot(t, traj["tau"][:, i], label=str(n), lw=0.8)
     axes[0].set_ylabel("base (m)")
-    axes[1].set_ylabel("angles (rad)")
-    axes[2].set_ylabel("torque (N m)")
-    axes[2].set_xlabel("simulated time (s)")
+    torque_ax.set_ylabel("torque (N m)")
+    torque_ax.set_xlabel("simulated time (s)")
     for ax in axes:
-        ax.legend(fontsize=7, ncol=4, loc="upper right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, ncol=4, loc="upper right")
         ax.grid(alpha=0.3)
     fig.tight_layout()
     written.append(folder / "trajectory.png")

@@ -27,8 +27,10 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 @dataclass(frozen=True)
 class Scenario:
     """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal),
-    push_ns: impulse on the base, N s (0 = none), along push_axis ("x" horizontal, "z"
-    vertical) at push_at_s (None: mid-run).
+    push_ns: impulse on the base, N s (0 = none), along push_axis ("x", "y" horizontal, "z"
+    vertical) at push_at_s (None: mid-run). start_pose: "" starts from the robot's nominal q0;
+    a name of the robot's params["poses"] (e.g. "lying" for the 3D quadrupeds) starts from
+    those joint angles, the base level and resting on its lowest contact.
 
     Plant-side model errors (launch/model_errors.py; the controller's model stays nominal):
     mass_scale and inertia_scale multiply the plant robot's masses and rotational inertias,
@@ -51,6 +53,7 @@ class Scenario:
     push_ns: float = 0.0
     push_axis: str = "x"
     push_at_s: float | None = None
+    start_pose: str = ""
     mass_scale: float = 1.0
     inertia_scale: float = 1.0
     friction_mu: float | None = None
@@ -60,6 +63,28 @@ class Scenario:
     sensor_noise_v: float = 0.0
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
+
+    def initial_configuration(self, model) -> "np.ndarray":
+        """q (nq) the run starts from: start_pose's (or the nominal q0), raised by drop_m along
+        the base height ("base_z" for a floating base, else "z", if the robot has one)."""
+        import numpy as np
+
+        if self.start_pose:
+            poses = dict(model.params.get("poses", {}))
+            if self.start_pose not in poses:
+                raise ValueError(f"scenario {self.name!r}: start_pose {self.start_pose!r} is not a pose of "
+                                 f"{model.name}; its poses: {sorted(poses) or 'none'} ('' for the nominal q0)")
+            if not model.floating_base:
+                raise ValueError(f"scenario {self.name!r}: start_pose needs a floating-base robot")
+            from robots.floating import resting_configuration
+
+            q0 = resting_configuration(model, poses[self.start_pose])
+        else:
+            q0 = np.array(model.q0, dtype=float)
+        height = "base_z" if model.floating_base else "z"
+        if height in model.q_names:
+            q0[model.q_names.index(height)] += self.drop_m
+        return q0
 
     def validate(self) -> "Scenario":
         """Raise ValueError naming the bad field and the fix; return self."""
@@ -83,6 +108,13 @@ class Scenario:
 
         if self.push_axis not in PUSH_AXES:
             raise ValueError(f"scenario {self.name!r}: push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
+        if self.push_ns and ":" not in self.robot:  # a planar robot is pushed along one of its base coordinates
+            from robots import get_robot
+
+            model = get_robot(self.robot)
+            if not model.floating_base and self.push_axis not in model.q_names:
+                raise ValueError(f"scenario {self.name!r}: {model.name} is planar (x-z): it cannot be pushed along "
+                                 f"{self.push_axis!r}; use push_axis 'x' or 'z'")
         if self.push_at_s is not None and not 0 < self.push_at_s < self.duration_s:
             raise ValueError(f"scenario {self.name!r}: push_at_s must be inside the run (0, {self.duration_s}) s, "
                              f"got {self.push_at_s}")

@@ -39,6 +39,10 @@ from robots.model import RobotModel
 from robots.mass_solve import block_solve, mass_matrix_pattern
 
 CONTACT_VARS = ("fn", "ft_pos", "ft_neg", "gamma")
+# the complementarity pairs (a, b) of each contact, in the order of `ContactOcp.pairs` (kind-major:
+# pair k is kind k // nc of contact k % nc); a in m or m/s, b in weights (N / (m g)) or m/s
+PAIR_NAMES = ("(gap + compliance fn) * fn", "(gamma + vt) * ft_pos", "(gamma - vt) * ft_neg",
+              "(mu fn - ft_pos - ft_neg) * gamma")
 
 
 @dataclass(frozen=True)

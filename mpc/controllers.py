@@ -17,24 +17,43 @@ from dataclasses import dataclass
 import numpy as np
 
 from robots.model import RobotModel
-from sim.protocol import JointCommand, actuated_joints
+from sim.protocol import JointCommand, actuated_positions
 
 
 @dataclass(frozen=True)
 class PDOptions:
-    """Joint PD stand controller: stiffness kp (N m/rad), damping kd (N m s/rad), and the
-    posture to hold (default: the robot's nominal q0), with gravity feed-forward."""
+    """Joint PD stand controller: stiffness kp (N m/rad), damping kd (N m s/rad), gravity
+    feed-forward on or off, and rise_s (s): 0 holds the nominal posture q0 from the first tick;
+    > 0 moves the joint targets from the joint angles of the first STATE to q0's in rise_s
+    (a smoothstep), then holds (stand up from lying)."""
 
     kp: float = 40.0
     kd: float = 1.0
     gravity_feedforward: bool = True
+    rise_s: float = 0.0
+
+
+def stance_feedforward(model: RobotModel, q: np.ndarray) -> np.ndarray:
+    """Joint torques (nu, N m) that hold a floating-base robot static at q on all its feet: the
+    minimum-norm contact forces f that carry the base's share of h(q, 0) (J_base^T f = h_base),
+    then tau = h_joints - J_joints^T f."""
+    from robots import numeric
+
+    fns = numeric(model, verbose=False)
+    h = fns.bias(q, np.zeros(model.nv))
+    Jn, Jt = fns.contact_jacobians(q)
+    J = np.vstack([Jn, Jt])  # every foot's z, x, y velocity rows
+    f = np.linalg.lstsq(J[:, :6].T, h[:6], rcond=None)[0]
+    return h[6:] - J[:, 6:].T @ f
 
 
 class StandPD:
-    """Hold the nominal posture with a joint PD plus static gravity torques.
+    """Hold the nominal posture with a joint PD plus a static feed-forward (PDOptions).
 
-    The feed-forward B^T h(q0, 0) is the joint torque that would hold q0 against gravity if
-    the body were fixed in the air; on the ground the PD absorbs the difference.
+    The feed-forward is B^T h(q0, 0) for planar robots: the joint torque that would hold q0
+    against gravity if the body were fixed in the air (on the ground the PD absorbs the
+    difference). For a floating base it is `stance_feedforward`: the torques that carry the
+    body on all feet at q0.
     """
 
     name = "pd"
@@ -42,22 +61,39 @@ class StandPD:
     def __init__(self, model: RobotModel, options: PDOptions = PDOptions()):
         if options.kp < 0 or options.kd < 0:
             raise ValueError(f"pd controller: kp and kd must be >= 0, got kp={options.kp}, kd={options.kd}")
+        if not (np.isfinite(options.rise_s) and options.rise_s >= 0):
+            raise ValueError(f"pd controller: rise_s must be a finite number of seconds >= 0, got {options.rise_s}")
         from robots import numeric
 
         self.model = model
         self.options = options
-        j = actuated_joints(model)
         nu = model.nu
-        self._q_des = model.q0[j].copy()
-        tau_g = model.B.T @ numeric(model, verbose=False).bias(model.q0, np.zeros(model.nv))
-        self._command = JointCommand(
-            np.clip(tau_g, -model.u_max, model.u_max) if options.gravity_feedforward else np.zeros(nu),
-            self._q_des, np.zeros(nu), np.full(nu, options.kp), np.full(nu, options.kd))
+        self._joints_q = actuated_positions(model)
+        self._q_des = model.q0[self._joints_q].copy()
+        if model.floating_base:
+            tau_g = stance_feedforward(model, model.q0)
+        else:
+            tau_g = model.B.T @ numeric(model, verbose=False).bias(model.q0, np.zeros(model.nv))
+        self._tau_ff = np.clip(tau_g, -model.u_max, model.u_max) if options.gravity_feedforward else np.zeros(nu)
+        self._command = JointCommand(self._tau_ff, self._q_des, np.zeros(nu), np.full(nu, options.kp),
+                                     np.full(nu, options.kd))
+        self._start: tuple[float, np.ndarray] | None = None  # (t, joint angles) of the first STATE
 
     def compute(self, t: float, q: np.ndarray, v: np.ndarray, contact: np.ndarray) -> tuple[JointCommand, dict]:
-        """The (constant) stand command; timing has one phase, "compute"."""
+        """The stand command (ramped over rise_s from the first STATE's joints); timing has one
+        phase, "compute"."""
         t0 = time.perf_counter()
         cmd = self._command
+        rise = self.options.rise_s
+        if rise > 0:
+            if self._start is None:
+                self._start = (t, q[self._joints_q].copy())
+            t_start, q_start = self._start
+            s = min(1.0, max(0.0, (t - t_start) / rise))
+            if s < 1.0:
+                smooth, rate = s * s * (3 - 2 * s), 6 * s * (1 - s) / rise
+                gap = self._q_des - q_start
+                cmd = JointCommand(smooth * self._tau_ff, q_start + smooth * gap, rate * gap, cmd.kp, cmd.kd)
         return cmd, {"compute": time.perf_counter() - t0}
 
 

@@ -266,7 +266,11 @@ class ContactMpc:
         self._pairs_in[:nx], self._pairs_in[nx:] = x, u0
         ab = self._pairs.call_flat(self._pairs_in, self._pairs_out).tolist()
         n = self.problem.n_comp  # a handful of pairs: plain Python beats numpy's per-call cost here
-        self._info["complementarity"] = max(abs(a * b) for a, b in zip(ab[:n], ab[n:]))  # of the stage just sent
+        prods = [abs(a * b) for a, b in zip(ab[:n], ab[n:])]
+        k = max(range(n), key=prods.__getitem__)
+        # the stage just sent: its largest |a b| and which pair (contact_ocp.PAIR_NAMES) with its a, b
+        self._info.update(complementarity=prods[k], complementarity_pair=k, complementarity_a=ab[k],
+                          complementarity_b=ab[n + k])
         self.rti.prepare()
         stats = self.rti.take_stats()
         return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],

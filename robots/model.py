@@ -3,15 +3,20 @@
 Every simulator, the MPC and the plots derive their numbers from a `RobotModel`.
 Units are SI throughout: metres, kilograms, seconds, radians, newtons.
 
-Conventions (planar robots)
-- The world is the x-z plane, z up, gravity along -z.
-- q has nq entries, v has nv entries; for every robot here v = dq/dt (nq == nv).
+Conventions
+- Planar robots: the world is the x-z plane, z up, gravity along -z; v = dq/dt (nq == nv).
+- 3D robots with a floating base (`floating_base=True`): z up, gravity along -z; q = (base
+  position in the world (m), base orientation quaternion (x, y, z, w), joint angles), v = (base
+  linear and angular velocity in the base frame, joint velocities), pinocchio's convention
+  (robots/spatial.py). nq = nv + 1, dq/dt = G(q) v (`velocity_map`), and q moves on its
+  manifold with `integrate(q, v, dt)`, never by q + v dt.
 - Equation of motion: M(q) dv/dt + h(q, v) = B u + sum_i (Jn_i^T fn_i + Jt_i^T ft_i),
   where h = Coriolis/centrifugal + gravity + passive (joint springs and dampers).
-- Contact i has a point p_i(q) = (x, z) on the robot and a flat surface at height
-  `ground_height` below it. Its signed gap phi_i(q) = p_i,z(q) - ground_height
-  (> 0 apart, < 0 penetrating), normal Jacobian Jn_i = d phi_i / dq (1 x nv) and
-  tangent Jacobian Jt_i = d p_i,x / dq (1 x nv).
+- Contact i has a point p_i(q) = (x, z) (planar) or (x, y, z) (3D) on the robot and a flat
+  surface at height `ground_height` below it. Its signed gap phi_i(q) = p_i,z(q) - ground_height
+  (> 0 apart, < 0 penetrating). Jacobians map v to velocities: normal Jn_i = d phi_i / dq G(q)
+  (1 x nv); tangent Jt_i (n_tangent x nv), the rows of the world x (and, in 3D, y) velocity
+  of the point.
 """
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ class Contact:
 
     Attributes:
         name: unique name within the robot (e.g. "foot").
-        point: CasADi SX 2-vector, the contact point (x, z) in metres as a function of q.
+        point: CasADi SX vector, the contact point in metres as a function of q: (x, z) for
+            planar robots, (x, y, z) for 3D ones.
         ground_height: height of the surface below the point, metres.
         mu: Coulomb friction coefficient (dimensionless, >= 0).
         stiffness: normal stiffness for compliant plants, N/m (0 = rigid only).
@@ -47,8 +53,9 @@ class Contact:
     radius: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.point.shape != (2, 1):
-            raise ValueError(f"contact {self.name!r}: point must be a 2-vector (x, z), got shape {self.point.shape}")
+        if self.point.shape not in ((2, 1), (3, 1)):
+            raise ValueError(f"contact {self.name!r}: point must be a 2-vector (x, z) or a 3-vector (x, y, z), "
+                             f"got shape {self.point.shape}")
         for fname in ("mu", "stiffness", "damping", "radius"):
             value = getattr(self, fname)
             if not np.isfinite(value) or value < 0:
@@ -57,7 +64,7 @@ class Contact:
     @property
     def gap(self) -> ca.SX:
         """Signed gap phi(q) in metres (> 0 apart)."""
-        return self.point[1] - self.ground_height
+        return self.point[-1] - self.ground_height
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +85,9 @@ class RobotModel:
         kinetic_energy, potential_energy: SX scalars, J (potential includes springs).
         B: numeric actuation matrix (nv x nu).
         contacts: the robot's contacts, in a fixed order.
-        body_poses: SX (nb x 3), each body's origin (x, z) and pitch angle, for drawing.
+        body_poses: SX, for drawing: planar robots (nb x 3) each body's origin (x, z) and pitch
+            angle; 3D robots (nb x 12) each body's joint frame in the world, its origin (x, y, z)
+            then its rotation matrix row by row.
         body_names: names of the rows of body_poses.
         gravity: magnitude of gravity, m/s^2, acting along -z.
         q0: a nominal configuration (e.g. standing), used as a default initial state.
@@ -88,6 +97,8 @@ class RobotModel:
         q_min, q_max: the range (nq each, m or rad) a controller keeps each coordinate in;
             -inf / +inf (the default, None) means unlimited. The MPC keeps the finite ones
             (soft bounds); the plants do not enforce them and the MJCF does not export them.
+        floating_base: True for a 3D robot whose first 7 coordinates are the base position and
+            quaternion (module docstring); then nq = nv + 1 and `velocity_map` is not identity.
     """
 
     name: str
@@ -111,9 +122,17 @@ class RobotModel:
     mjcf: str = ""
     q_min: np.ndarray | None = None
     q_max: np.ndarray | None = None
+    floating_base: bool = False
 
     def __post_init__(self) -> None:
         nq, nv = self.q.numel(), self.v.numel()
+        if nq != nv + (1 if self.floating_base else 0):
+            raise ValueError(f"{self.name}: nq={nq}, nv={nv}: expected nq == nv for a planar robot, "
+                             "nq == nv + 1 for a floating base (position, quaternion, joints)")
+        dims = {c.point.shape[0] for c in self.contacts}
+        if len(dims) > 1 or (self.contacts and (3 in dims) != self.floating_base):
+            raise ValueError(f"{self.name}: contact points must be (x, z) for a planar robot and (x, y, z) for a "
+                             f"floating base; got sizes {sorted(dims)} with floating_base={self.floating_base}")
         object.__setattr__(self, "B", np.asarray(self.B, dtype=np.float64).reshape(nv, len(self.u_names)))
         if self.mass_matrix.shape != (nv, nv):
             raise ValueError(f"{self.name}: mass_matrix has shape {self.mass_matrix.shape}, expected ({nv}, {nv})")
@@ -162,35 +181,78 @@ class RobotModel:
         """Number of contacts."""
         return len(self.contacts)
 
+    @property
+    def dim(self) -> int:
+        """Dimension of the world the robot moves in: 2 (x-z plane) or 3."""
+        return 3 if self.floating_base else 2
+
+    @property
+    def n_tangent(self) -> int:
+        """Tangent directions per contact: 1 (x) for planar robots, 2 (x, y) in 3D."""
+        return self.dim - 1
+
+    @cached_property
+    def velocity_map(self) -> ca.SX:
+        """SX (nq x nv): G(q) with dq/dt = G(q) v. Identity for planar robots; for a floating
+        base the base-frame linear velocity is rotated to the world and the quaternion moves as
+        d quat/dt = quat * (omega / 2, 0)."""
+        if not self.floating_base:
+            return ca.SX.eye(self.nv)
+        from .spatial import quaternion_rate_map, quat_to_rot
+
+        quat = self.q[3:7]
+        G = ca.SX(self.nq, self.nv)
+        G[0:3, 0:3] = quat_to_rot(quat)
+        G[3:7, 3:6] = quaternion_rate_map(quat)
+        G[7:, 6:] = ca.SX.eye(self.nv - 6)
+        return G
+
+    def integrate(self, q, v, dt):
+        """q (+) v dt: q + v dt for planar robots, the SE(3) exponential of the base twist for a
+        floating base (unit quaternion kept). Symbolic or numeric in, CasADi out."""
+        if not self.floating_base:
+            return q + v * dt
+        from .spatial import integrate
+
+        return integrate(q, v, dt)
+
     def contact_gaps(self) -> ca.SX:
         """SX (nc): signed gaps phi_i(q), metres."""
         return ca.vertcat(*[c.gap for c in self.contacts]) if self.contacts else ca.SX(0, 1)
 
     def contact_points(self) -> ca.SX:
-        """SX (nc x 2): contact points (x, z), metres."""
-        return ca.horzcat(*[c.point for c in self.contacts]).T if self.contacts else ca.SX(0, 2)
+        """SX (nc x dim): contact points (x, z) or (x, y, z), metres."""
+        return ca.horzcat(*[c.point for c in self.contacts]).T if self.contacts else ca.SX(0, self.dim)
+
+    def _velocity_jacobian(self, positions: ca.SX) -> ca.SX:
+        """d positions / dq G(q): the map from v to the positions' rates."""
+        J = ca.jacobian(positions, self.q)
+        return J @ self.velocity_map if self.floating_base else J
 
     def normal_jacobian(self) -> ca.SX:
-        """SX (nc x nv): rows d phi_i / dq (dimensionless for slides, m/rad for hinges)."""
-        return ca.jacobian(self.contact_gaps(), self.q) if self.contacts else ca.SX(0, self.nv)
+        """SX (nc x nv): rows Jn_i, the normal velocity of contact i is Jn_i v (m/s)."""
+        return self._velocity_jacobian(self.contact_gaps()) if self.contacts else ca.SX(0, self.nv)
 
     def tangent_jacobian(self) -> ca.SX:
-        """SX (nc x nv): rows d p_i,x / dq, the tangential velocity map."""
+        """SX (nc n_tangent x nv): per contact (in order) the rows of its world x (and y, 3D)
+        velocity, m/s per unit v."""
         if not self.contacts:
             return ca.SX(0, self.nv)
-        return ca.jacobian(ca.vertcat(*[c.point[0] for c in self.contacts]), self.q)
+        rows = [c.point[k] for c in self.contacts for k in range(self.n_tangent)]
+        return self._velocity_jacobian(ca.vertcat(*rows))
 
     def contact_bias_accelerations(self) -> tuple[ca.SX, ca.SX]:
         """SX (nc), (nc): the contact "bias accelerations" dJn/dt v and dJt/dt v, m/s^2.
 
         The normal (tangential) acceleration of contact i is Jn_i dv/dt + (dJn_i/dt) v; the
-        second term is d(Jn v)/dq v, derived symbolically (never by finite differences).
+        second term is d(Jn v)/dq dq/dt, derived symbolically (never by finite differences).
+        Sizes nc and nc n_tangent.
         """
         if not self.contacts:
             return ca.SX(0, 1), ca.SX(0, 1)
-        v = self.v
-        an = ca.jacobian(self.normal_jacobian() @ v, self.q) @ v
-        at = ca.jacobian(self.tangent_jacobian() @ v, self.q) @ v
+        v, qdot = self.v, self.velocity_map @ self.v
+        an = ca.jacobian(self.normal_jacobian() @ v, self.q) @ qdot
+        at = ca.jacobian(self.tangent_jacobian() @ v, self.q) @ qdot
         return an, at
 
     def symbolic_functions(self) -> dict[str, ca.Function]:
@@ -199,9 +261,11 @@ class RobotModel:
         mass_matrix(q) -> M; bias(q, v) -> h; passive(q, v) -> tau_passive;
         contact_gap(q) -> phi; contact_jacobians(q) -> (Jn, Jt); contact_points(q) -> P (nc x 2);
         energy(q, v) -> [T, V]; body_poses(q) -> (nb x 3);
-        contact_bias_acc(q, v) -> (dJn/dt v, dJt/dt v), each (nc).
+        contact_bias_acc(q, v) -> (dJn/dt v, dJt/dt v); velocity_map(q) -> G (dq/dt = G v);
+        integrate(q, v, dt) -> q (+) v dt.
         """
         q, v = self.q, self.v
+        dt = ca.SX.sym("dt")
         return {
             "mass_matrix": ca.Function("mass_matrix", [q], [self.mass_matrix], ["q"], ["M"]),
             "bias": ca.Function("bias", [q, v], [self.bias], ["q", "v"], ["h"]),
@@ -218,6 +282,8 @@ class RobotModel:
             "contact_bias_acc": ca.Function(
                 "contact_bias_acc", [q, v], list(self.contact_bias_accelerations()), ["q", "v"], ["an", "at"]
             ),
+            "velocity_map": ca.Function("velocity_map", [q], [self.velocity_map], ["q"], ["G"]),
+            "integrate": ca.Function("integrate", [q, v, dt], [self.integrate(q, v, dt)], ["q", "v", "dt"], ["q_next"]),
         }
 
 

@@ -57,14 +57,24 @@ class NumericRobot:
         return self.raw["contact_gap"](self._q(q))
 
     def contact_jacobians(self, q) -> tuple[np.ndarray, np.ndarray]:
-        """(Jn, Jt), each (nc x nv): normal and tangential contact Jacobians."""
-        shape = (self.model.nc, self.model.nv)
+        """(Jn, Jt): normal (nc x nv) and tangential (nc n_tangent x nv) contact Jacobians."""
+        m = self.model
         Jn, Jt = self.raw["contact_jacobians"](self._q(q))
-        return Jn.reshape(shape), Jt.reshape(shape)
+        return Jn.reshape(m.nc, m.nv), Jt.reshape(m.nc * m.n_tangent, m.nv)
 
     def contact_points(self, q) -> np.ndarray:
-        """Contact points (nc x 2), (x, z) in m."""
-        return self.raw["contact_points"](self._q(q)).reshape(self.model.nc, 2)
+        """Contact points (nc x dim), (x, z) or (x, y, z) in m."""
+        return self.raw["contact_points"](self._q(q)).reshape(self.model.nc, self.model.dim)
+
+    def configuration_rate(self, q, v) -> np.ndarray:
+        """dq/dt = G(q) v, (nq): v itself for planar robots; for a floating base the world-frame
+        base velocity and the quaternion's rate."""
+        m = self.model
+        return self.raw["velocity_map"](self._q(q)).reshape(m.nq, m.nv) @ self._v(v)
+
+    def integrate(self, q, v, dt: float) -> np.ndarray:
+        """q (+) v dt (`RobotModel.integrate`), (nq): on the manifold for a floating base."""
+        return self.raw["integrate"](self._q(q), self._v(v), np.array([float(dt)]))
 
     def energy(self, q, v) -> tuple[float, float]:
         """(kinetic, potential) energy in J; potential includes gravity and joint springs."""
@@ -72,12 +82,13 @@ class NumericRobot:
         return float(tv[0]), float(tv[1])
 
     def body_poses(self, q) -> np.ndarray:
-        """Body origins and angles (nb x 3): x (m), z (m), angle about +y (rad)."""
-        return self.raw["body_poses"](self._q(q)).reshape(len(self.model.body_names), 3)
+        """Body poses for drawing: planar (nb x 3) x (m), z (m), angle about +y (rad); 3D
+        (nb x 12) the joint frames' origins (x, y, z) in m, then their rotation matrices row by row."""
+        return self.raw["body_poses"](self._q(q)).reshape(len(self.model.body_names), -1)
 
     def contact_bias_accelerations(self, q, v) -> tuple[np.ndarray, np.ndarray]:
-        """(dJn/dt v, dJt/dt v), each (nc), m/s^2: the velocity-product part of the contact
-        points' normal and tangential accelerations."""
+        """(dJn/dt v, dJt/dt v), (nc) and (nc n_tangent), m/s^2: the velocity-product part of
+        the contact points' normal and tangential accelerations."""
         an, at = self.raw["contact_bias_acc"](self._q(q), self._v(v))
         return np.atleast_1d(an), np.atleast_1d(at)
 

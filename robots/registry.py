@@ -34,6 +34,10 @@ _BUILTIN = {
     "hopper": "robots.library.hopper:build",
     "quadruped": "robots.library.quadruped:build",
     "block": "robots.library.block:build",
+    "go1": "robots.library.quadrupeds3d:go1",
+    "a1": "robots.library.quadrupeds3d:a1",
+    "solo12": "robots.library.quadrupeds3d:solo12",
+    "box3d": "robots.library.box3d:build",
 }
 _REGISTERED: dict[str, Callable[..., RobotModel] | str] = dict(_BUILTIN)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")

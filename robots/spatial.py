@@ -69,6 +69,13 @@ def quat_to_rot(quat) -> ca.SX:
     )
 
 
+def quaternion_rate_map(quat) -> ca.SX:
+    """E (4 x 3) with d quat/dt = E omega for a quaternion (x, y, z, w) and the angular velocity
+    omega in the rotated (body) frame: d quat/dt = quat * (omega / 2, 0)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    return 0.5 * ca.vertcat(ca.horzcat(w, -z, y), ca.horzcat(z, w, -x), ca.horzcat(-y, x, w), ca.horzcat(-x, -y, -z))
+
+
 def axis_rotation(axis, angle) -> ca.SX:
     """Rotation by `angle` (rad) about the unit `axis` (Rodrigues)."""
     k = ca.DM(axis)
@@ -127,14 +134,23 @@ def _subspace(body: Body, dq):
     return ca.DM.zeros(3), ca.DM(body.axis) * dq[0]
 
 
-def inverse_dynamics(bodies: list[Body], q, v, a, gravity: float = 9.81):
-    """Generalized forces tau (nv) that produce accelerations a at (q, v): RNEA (module docstring)."""
+def gravity_vector(gravity) -> np.ndarray:
+    """The world's gravity acceleration (3, m/s^2): g along -z for a number g, else the 3-vector
+    itself (a tilted gravity stands for an inclined ground)."""
+    g = np.asarray(gravity, dtype=float)
+    return np.array([0.0, 0.0, -float(g)]) if g.ndim == 0 else g.reshape(3)
+
+
+def inverse_dynamics(bodies: list[Body], q, v, a, gravity=9.81):
+    """Generalized forces tau (nv) that produce accelerations a at (q, v): RNEA (module docstring).
+    gravity: a number g (along -z, m/s^2) or the gravity vector (`gravity_vector`)."""
     joints = _joint_motion(bodies, q, v)
+    up = ca.DM(-gravity_vector(gravity))
     vel, acc, force = [], [], []
     for i, (b, (R, p, iv, w)) in enumerate(zip(bodies, joints)):
         if b.parent < 0:
             v_lin, v_ang = ca.DM.zeros(3), ca.DM.zeros(3)
-            a_lin, a_ang = R.T @ ca.DM([0.0, 0.0, gravity]), ca.DM.zeros(3)  # -gravity, in the body
+            a_lin, a_ang = R.T @ up, ca.DM.zeros(3)  # -gravity, in the body
         else:
             v_lin, v_ang = _act_inv_motion(R, p, *vel[b.parent])
             a_lin, a_ang = _act_inv_motion(R, p, *acc[b.parent])

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .planar import _f  # the MJCF number format, shared
-from .spatial import REVOLUTE_AXES, Body, Frame
+from .spatial import REVOLUTE_AXES, Body, Frame, gravity_vector
 
 # The quadrupeds of the example-robot-data package: URDF file and the names of the foot frames.
 EXAMPLE_ROBOTS = {
@@ -65,7 +65,11 @@ def example_robot_path(relative: str) -> Path:
 def load_urdf_tree(robot: str, feet: tuple[str, ...] | None = None) -> UrdfTree:
     """The tree of `robot`: a name of EXAMPLE_ROBOTS or a path to a URDF file (then `feet`, the
     names of its foot frames, is required). The base becomes a free-flyer joint."""
-    import pinocchio as pin
+    try:
+        import pinocchio as pin
+    except ImportError:
+        raise ValueError("the 3D robots need pinocchio's URDF parser: pip install pin (it is in this project's "
+                         "dev extra)") from None
 
     if robot in EXAMPLE_ROBOTS:
         relative, default_feet = EXAMPLE_ROBOTS[robot]
@@ -113,11 +117,14 @@ def _quat_wxyz(R: np.ndarray) -> str:
     return " ".join(_f(c) for c in (w, x, y, z))
 
 
-def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, timestep: float = 0.001) -> str:
+def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, timestep: float = 0.001,
+            gravity=9.81) -> str:
     """MJCF text of the tree for MuJoCo: the same bodies, joints (a free joint for the base,
     hinges), masses, centres of mass and full inertias as the symbolic model (tests compare
     MuJoCo's M and bias forces with ours), a motor per actuated joint (torque limits from the
     URDF), a sphere of `foot_radius` (m) centred on each foot frame, and a ground plane at z = 0.
+    Friction cones are elliptic (isotropic, as the plants' Coulomb law; MuJoCo's default
+    pyramid is not). gravity: a number (along -z) or a vector (`spatial.gravity_vector`), m/s^2.
 
     MuJoCo's free joint differs from ours in q and v: its quaternion is (w, x, y, z), and its
     linear velocity is in the world frame (ours: base frame); see `mujoco_state`.
@@ -133,7 +140,8 @@ def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, times
     lines = [
         f"<mujoco model={quoteattr(tree.name)}>",
         '  <compiler angle="radian" inertiafromgeom="false" autolimits="true"/>',
-        f'  <option gravity="0 0 -9.81" timestep="{_f(timestep)}" integrator="implicitfast"/>',
+        f'  <option gravity="{" ".join(map(_f, gravity_vector(gravity)))}" timestep="{_f(timestep)}"'
+        ' integrator="implicitfast" cone="elliptic"/>',
         "  <worldbody>",
         f'    <geom name="floor" type="plane" size="0 0 1" friction="{_f(mu)} 0.005 0.0001"/>',
     ]

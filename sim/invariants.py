@@ -5,8 +5,9 @@ Checked (`Invariants.check`):
 - q and v are finite;
 - every contact's gap phi >= -penetration_limit (m): a foot deeper than that has fallen
   through the ground (compliant plants rest at a few mm; the rigid plant at ~0);
-- (hook) a unit quaternion for 3-D floating bases: the planar library has none, so
-  `check_quaternion` is a no-op until a 3-D robot exists.
+- a floating base's quaternion has norm 1 within QUATERNION_TOL, and its origin is not deeper
+  than the penetration limit below the ground (3D robots: only the feet are contacts, so a
+  collapsed robot's body would otherwise sink through the floor unnoticed).
 
 The result is one line, empty when all hold, carried by `PlantState.violation`. A plant never
 raises out of `step` for a physics failure (non-finite state, Zeno accumulation, a solver that
@@ -27,6 +28,7 @@ from numba import njit
 from robots.model import RobotModel
 
 DEFAULT_PENETRATION_LIMIT_M = 0.02  # m: the option `penetration_limit_m` of every plant
+QUATERNION_TOL = 1e-9  # largest | |quat| - 1 | a plant may return
 
 
 def check_penetration_limit(owner: str, value) -> float:
@@ -66,7 +68,7 @@ class Invariants:
         self._fns = numeric(model, verbose=False)
         self._names = [c.name for c in model.contacts]
         self._nc = model.nc
-        self._quaternions = False  # planar robots: no floating-base quaternion (the hook below)
+        self._quaternions = model.floating_base
         self.reported = ""  # the violation already printed (printed once per reset)
 
     def gaps(self, q: np.ndarray) -> np.ndarray:
@@ -91,7 +93,13 @@ class Invariants:
         return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
 
     def check_quaternion(self, t: float, q: np.ndarray) -> str:
-        """Hook for 3-D robots (a floating base's unit quaternion); planar robots have none."""
+        """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL and its
+        origin q[2] is above -limit, else why not."""
+        norm = math.sqrt(float(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]))
+        if abs(norm - 1.0) > QUATERNION_TOL:
+            return f"base quaternion norm {norm:.12g} is not 1 (tolerance {QUATERNION_TOL:g}) at t={t:.6g} s"
+        if q[2] < -self.limit:
+            return f"base origin {q[2]:.3f} m below the ground (limit -{self.limit:.3f} m) at t={t:.6g} s"
         return ""
 
     def report(self, violation: str) -> None:

@@ -10,7 +10,10 @@ the default solver parameters, friction from the model's `mu`. The joint impedan
 plant protocol is evaluated at every MuJoCo step (timestep 1 / plant_rate_hz) and applied as
 the motors' controls, clipped to u_max. Contact flags and forces (normal, tangential along x;
 N) come from MuJoCo's contacts of each foot's sphere with the floor. Planar robots: q and v
-are MuJoCo's qpos and qvel (the MJCF's joints are the model's coordinates, in order). The
+are MuJoCo's qpos and qvel (the MJCF's joints are the model's coordinates, in order). 3D
+robots: MuJoCo's free joint stores the quaternion as (w, x, y, z) and the base's linear
+velocity in the world frame; the plant converts to and from the model's (x, y, z, w) and
+base-frame velocity (`robots.urdf.mujoco_state`), and reports per foot (normal, x, y) forces. The
 invariants of sim/invariants.py are checked after every step, as on the other plants, with
 MUJOCO_PENETRATION_LIMIT_M as the default limit (soft contacts sink on impact).
 
@@ -19,7 +22,6 @@ examples, 0 fall-throughs, 0 exceptions, 0 violations, deepest gap 20 mm, 110 s.
 contacts are not strictly passive: in the fuzz's limp cases the mechanical energy grew by up to
 4.5 % of the case's energy scale (ESS 1 %, NMDP and the hybrid plant none). The plate on
 springs has no MJCF geoms for its spring contacts, so MuJoCo cannot run it (a clear error).
-3D robots are not supported yet (issue 27).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from robots.model import RobotModel
 from sim.invariants import Invariants, LatchedViolation
-from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
+from sim.protocol import JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset
 
 # MuJoCo's default soft contact (solref 0.02 s, critically damped) lets a foot landing at v m/s
 # sink about v x 7.5 ms before it holds (26 mm for the point mass dropped 1 m, 4.4 m/s): the
@@ -38,7 +40,7 @@ MUJOCO_PENETRATION_LIMIT_M = 0.05
 
 
 class MujocoPlant(LatchedViolation):
-    """MuJoCo stepping a planar RobotModel's MJCF (module docstring).
+    """MuJoCo stepping a RobotModel's MJCF, planar or 3D (module docstring).
 
     Args:
         model: the robot. plant_rate_hz: MuJoCo's step rate (Hz). penetration_limit_m: deepest
@@ -58,11 +60,12 @@ class MujocoPlant(LatchedViolation):
         self.mj = mujoco.MjModel.from_xml_string(model.mjcf)
         if (self.mj.nq, self.mj.nv, self.mj.nu) != (model.nq, model.nv, model.nu):
             raise ValueError(f"{model.name}: the MJCF has nq, nv, nu = {self.mj.nq}, {self.mj.nv}, {self.mj.nu}; "
-                             f"the model {model.nq}, {model.nv}, {model.nu} (a 3D robot is not supported yet)")
+                             f"the model {model.nq}, {model.nv}, {model.nu}")
         self.h = 1.0 / float(plant_rate_hz)
         self.mj.opt.timestep = self.h
         self.data = mujoco.MjData(self.mj)
-        self.joints = actuated_joints(model)
+        self.joints = actuated_joints(model)  # into v (MuJoCo's qvel has the same layout)
+        self.joints_q = actuated_positions(model)  # into q
         self.u_max = np.array(model.u_max, dtype=float)
         floor = mujoco.mj_name2id(self.mj, mujoco.mjtObj.mjOBJ_GEOM, "floor")
         self._feet = []
@@ -82,6 +85,10 @@ class MujocoPlant(LatchedViolation):
         """Set the state (q in m/rad, v in m/s, rad/s) at time t (s); returns it."""
         q, v, t = checked_reset(self.model, q, v, t)
         self._mj.mj_resetData(self.mj, self.data)
+        if self.model.floating_base:
+            from robots.urdf import mujoco_state
+
+            q, v = mujoco_state(q, v)
         self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, t
         self._mj.mj_forward(self.mj, self.data)
         self._ready = True
@@ -100,7 +107,7 @@ class MujocoPlant(LatchedViolation):
         c, d, mj = self._cmd, self.data, self.mj
         while d.time < t_end - 1e-12:
             mj.opt.timestep = min(self.h, t_end - d.time)
-            qj, vj = d.qpos[self.joints], d.qvel[self.joints]
+            qj, vj = d.qpos[self.joints_q], d.qvel[self.joints]
             self._tau = np.clip(c.tau_ff + c.kp * (c.q_des - qj) + c.kd * (c.v_des - vj), -self.u_max, self.u_max)
             d.ctrl[:] = self._tau
             self._mj.mj_step(mj, d)
@@ -109,9 +116,10 @@ class MujocoPlant(LatchedViolation):
         return self._checked(self.state())
 
     def state(self) -> PlantState:
-        """The current PlantState: contact flags and (normal, tangential) forces of each foot, N."""
-        d, nc = self.data, self.model.nc
-        contact, force = np.zeros(nc, dtype=bool), np.zeros((nc, 2))
+        """The current PlantState: contact flags and forces of each foot, N: (normal, tangential
+        along x) planar, (normal, x, y) in 3D."""
+        d, nc, dim = self.data, self.model.nc, self.model.dim
+        contact, force = np.zeros(nc, dtype=bool), np.zeros((nc, dim))
         f6 = np.zeros(6)
         for k in range(d.ncon):
             con = d.contact[k]
@@ -125,6 +133,18 @@ class MujocoPlant(LatchedViolation):
                     if int(con.geom1) == gid:
                         world = -world  # make it the floor's force on the foot
                     contact[i] = True
-                    force[i] += (world[2], world[0])
-        return PlantState(float(d.time), d.qpos.copy(), d.qvel.copy(), contact, force, self._tau.copy(),
-                          self.violation)
+                    force[i] += (world[2], world[0], world[1])[:dim]
+        q, v = d.qpos.copy(), d.qvel.copy()
+        if self.model.floating_base:  # MuJoCo's (w, x, y, z) and world-frame base velocity -> the model's
+            q[3:7] = d.qpos[[4, 5, 6, 3]]
+            q[3:7] /= math.sqrt(float(q[3:7] @ q[3:7]))  # MuJoCo normalises to ~1e-16 already
+            v[0:3] = _rotation(q[3:7]).T @ d.qvel[0:3]
+        return PlantState(float(d.time), q, v, contact, force, self._tau.copy(), self.violation)
+
+
+def _rotation(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = quat
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])

@@ -117,14 +117,31 @@ def pack_command(command: JointCommand, model: RobotModel) -> np.ndarray:
     return packed
 
 
+QUATERNION_RESET_TOL = 1e-6  # a reset's base quaternion may be this far from unit norm (then normalised)
+
+
 def checked_reset(model: RobotModel, q, v, t) -> tuple[np.ndarray, np.ndarray, float]:
     """A plant reset's (q, v, t), validated: q (nq; m, rad), v (nv; m/s, rad/s; None: zeros),
-    t a finite number of seconds. ValueError names the bad argument."""
+    t a finite number of seconds. A floating base's quaternion q[3:7] (x, y, z, w) must have
+    norm 1 within QUATERNION_RESET_TOL; it is normalised exactly. ValueError names the bad argument."""
     q = check_vector(model, "q", q, model.nq).copy()
+    if model.floating_base:
+        norm = float(np.linalg.norm(q[3:7]))
+        if abs(norm - 1.0) > QUATERNION_RESET_TOL:
+            raise ValueError(f"{model.name}: q[3:7], the base quaternion (x, y, z, w), has norm {norm:.9g}; "
+                             "pass a unit quaternion (identity: 0, 0, 0, 1)")
+        q[3:7] /= norm
     v = np.zeros(model.nv) if v is None else check_vector(model, "v", v, model.nv).copy()
     if isinstance(t, bool) or not (isinstance(t, (int, float)) and math.isfinite(t)):
         raise ValueError(f"{model.name}: t must be a finite number of seconds, got {t!r}")
     return q, v, float(t)
+
+
+def require_planar(model: RobotModel, plant: str) -> None:
+    """Raise ValueError if `model` is a 3D (floating-base) robot: the `plant` runs planar robots only."""
+    if model.floating_base or model.nq != model.nv:
+        raise ValueError(f"{model.name} is a 3D robot (floating base, nq {model.nq}, nv {model.nv}); the {plant} plant "
+                         "runs planar robots only: use the mujoco plant (--plant mujoco) for it")
 
 
 def checked_dt(model: RobotModel, dt) -> float:
@@ -135,12 +152,19 @@ def checked_dt(model: RobotModel, dt) -> float:
 
 
 def actuated_joints(model: RobotModel) -> np.ndarray:
-    """Index into q/v of the joint each actuator drives (B must be a selection matrix)."""
+    """Index into v of the joint each actuator drives (B must be a selection matrix); the same
+    index into q for planar robots (see `actuated_positions`)."""
     B = model.B
     idx = np.argmax(np.abs(B), axis=0)
     if B.shape[1] and not np.allclose(B, np.eye(B.shape[0])[:, idx]):
         raise ValueError(f"{model.name}: B is not a joint selection matrix; joint impedance needs one")
     return idx.astype(np.int64)
+
+
+def actuated_positions(model: RobotModel) -> np.ndarray:
+    """Index into q of the joint each actuator drives: `actuated_joints` shifted past a floating
+    base's quaternion (its 4 numbers take 3 of v)."""
+    return actuated_joints(model) + (model.nq - model.nv)
 
 
 def impedance_torque(cmd: JointCommand, q: np.ndarray, v: np.ndarray, joints: np.ndarray,
@@ -166,19 +190,25 @@ class Plant(Protocol):
         ...
 
 
-PUSH_AXES = ("x", "z")
+PUSH_AXES = ("x", "y", "z")
 
 
 def pushed_velocity(model: RobotModel, q: np.ndarray, v: np.ndarray, push_ns: float, axis: str = "x") -> np.ndarray:
-    """Generalized velocity right after an impulse push_ns (N s) on the base along its coordinate
-    `axis` ("x" horizontal, "z" vertical, positive up): v + M(q)^-1 e_axis push_ns (m/s, rad/s).
-    Raises ValueError for another axis or a robot without that base coordinate."""
+    """Generalized velocity right after an impulse push_ns (N s) on the base along the world
+    `axis` ("x", "y" horizontal, "z" vertical, positive up): v + M(q)^-1 J^T e_axis push_ns (m/s,
+    rad/s), J the base origin's velocity Jacobian (planar robots: the base coordinate `axis`).
+    Raises ValueError for another axis or a planar robot without that base coordinate."""
     from robots import numeric
 
     if axis not in PUSH_AXES:
         raise ValueError(f"push axis must be one of {PUSH_AXES}, got {axis!r}")
-    if axis not in model.q_names:
-        raise ValueError(f"a push along {axis!r} needs a robot with the base coordinate {axis!r}; {model.name} has none")
     impulse = np.zeros(model.nv)
-    impulse[model.q_names.index(axis)] = push_ns
+    if model.floating_base:  # v[0:3] is the base velocity in the base frame: J^T e = R^T e
+        from scipy.spatial.transform import Rotation
+
+        impulse[0:3] = Rotation.from_quat(q[3:7]).as_matrix()[PUSH_AXES.index(axis)] * push_ns
+    elif axis not in model.q_names:
+        raise ValueError(f"a push along {axis!r} needs a robot with the base coordinate {axis!r}; {model.name} has none")
+    else:
+        impulse[model.q_names.index(axis)] = push_ns
     return v + np.linalg.solve(numeric(model, verbose=False).mass_matrix(q), impulse)

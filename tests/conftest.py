@@ -17,8 +17,11 @@ def robot(request):
 
 
 def random_state(model, rng: np.random.Generator, scale: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
-    """A random (q, v) around the model's nominal configuration."""
+    """A random (q, v) around the model's nominal configuration (a floating base's quaternion
+    made unit)."""
     q = model.q0 + rng.normal(scale=scale, size=model.nq)
+    if model.floating_base:
+        q[3:7] /= np.linalg.norm(q[3:7])
     v = rng.normal(scale=1.0, size=model.nv)
     return q, v
 

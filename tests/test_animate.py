@@ -5,7 +5,8 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 
-from launch.animate import body_shapes, render
+from launch.animate import render
+from launch.drawing import body_shapes
 from robots import get_robot, numeric
 
 
@@ -34,7 +35,7 @@ def test_shapes_come_from_the_models_mjcf():
     model = get_robot("hopper")  # the foot sphere's lowest point is the contact point
     fns = numeric(model, verbose=False)
     q = model.q0 + np.array([0.1, 0.05, 0.3, -0.4])
-    from launch.animate import _world
+    from launch.drawing import planar_world as _world
 
     pose = fns.body_poses(q)[model.body_names.index("shank")]
     _, x, z, r = shapes["shank"][1]

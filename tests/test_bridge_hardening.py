@@ -109,7 +109,7 @@ def _json(payload: bytes, msg_type: int = P.HELLO) -> list:
 
 
 def _hello(**fields) -> list:
-    return P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "name": "test", **fields})
+    return P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "name": "test", **fields})
 
 
 def _command(seq: int = 0, valid_until: int = -1, **override) -> list:
@@ -132,10 +132,11 @@ STRANGER_CASES = {
     "empty header frame": ([b""], "truncated"),
     "short header": ([b"LMPC\x01\x00"], "truncated"),
     "magic": (_patched(_command(), 0, "<4s", b"XXXX"), "magic"),
-    "header version 2": (_patched(_command(), 4, "<H", 2), "version"),
+    "header version 1": (_patched(_command(), 4, "<H", 1), "version"),
+    "header version 3": (_patched(_command(), 4, "<H", 3), "version"),
     "unknown type": (_patched(_command(), 6, "<H", 99), "type"),
     "STATE from a controller": (P.encode(P.STATE, 0, 0.0, [np.zeros(4), np.zeros(4), np.zeros(1, np.uint8),
-                                                           np.zeros((1, 2))]), "unexpected"),
+                                                           np.zeros((1, 2)), np.zeros(1, np.uint8)]), "unexpected"),
     "COMMAND before HELLO": (_command(), "unexpected"),
     "PLAN before HELLO": (P.encode(P.PLAN, 0, 0.0, [np.zeros(3), np.zeros((3, 8)), np.zeros((3, 2))]), "unexpected"),
     "array count": (_patched(_command(), 28, "<I", 5), "count"),
@@ -174,7 +175,8 @@ STRANGER_CASES = {
     "HELLO protocol 1.0": (_json(b'{"protocol": 1.0}'), "field"),
     "HELLO protocol string": (_json(b'{"protocol": "1"}'), "field"),
     "HELLO robot not a string": (_json(b'{"protocol": 1, "robot": 5}'), "field"),
-    "HELLO protocol 2": (_hello(protocol=2), "version"),
+    "HELLO protocol 1 (a version-1 peer)": (_hello(protocol=1), "version"),
+    "HELLO protocol 3": (_hello(protocol=3), "version"),
     "HELLO for another robot": (_hello(robot="quadruped"), "robot"),
 }
 

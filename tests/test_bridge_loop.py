@@ -78,7 +78,7 @@ def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path)
         sock.connect(endpoint)
         good = [np.zeros(2), np.zeros(2), np.zeros(2), np.full(2, 40.0), np.ones(2)]
         sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, good + [np.ones(1, np.int64)]))  # before HELLO
-        sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": 1, "robot": "hopper"}))
+        sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": "hopper"}))
         sock.send_multipart([b"garbage"])
         sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, [np.full(2, np.nan)] + good[1:] + [np.ones(1, np.int64)]))
         sock.send_multipart(P.encode(P.COMMAND, 99, 0.0, good + [np.ones(1, np.int64)]))  # wrong tick

@@ -15,7 +15,7 @@ DIMS = P.Dims(nq=4, nv=4, nu=2, nc=1)
 
 def _state(q=None):
     return P.encode(P.STATE, 7, 1.25, [np.arange(4.0) if q is None else q, np.zeros(4), np.array([1], np.uint8),
-                                       np.zeros((1, 2))])
+                                       np.zeros((1, 2)), np.zeros(1, np.uint8)])
 
 
 def test_round_trip_is_zero_copy_and_exact():
@@ -35,11 +35,11 @@ def _mutate(frames, kind, data):
     if kind == "magic":
         head[0:4] = b"XXXX"
     elif kind == "version":
-        struct.pack_into("<H", head, 4, data % 65535 + 2)
+        struct.pack_into("<H", head, 4, (P.VERSION + 1 + data % 65535) % 65536)  # any other version
     elif kind == "type":
         struct.pack_into("<H", head, 6, 100 + data % 1000)
     elif kind == "count":
-        struct.pack_into("<I", head, 28, 5 + data % 10)
+        struct.pack_into("<I", head, 28, 6 + data % 10)
     elif kind == "dtype":
         head[32 + 2] = 2  # q declared uint8
     elif kind == "shape":
@@ -89,7 +89,7 @@ def test_unexpected_type_and_missing_config():
 
 def test_encode_with_dims_matches_the_general_encoder_and_checks_each_field():
     cmd = [np.arange(2.0), np.ones(2), np.zeros(2), np.full(2, 5.0), np.full(2, 0.5), np.array([8], np.int64)]
-    state = [np.arange(4.0), np.zeros(4), np.array([1], np.uint8), np.ones((1, 2))]
+    state = [np.arange(4.0), np.zeros(4), np.array([1], np.uint8), np.ones((1, 2)), np.array([2], np.uint8)]
     for msg_type, arrays in ((P.COMMAND, cmd), (P.STATE, state)):
         fast = P.encode(msg_type, 7, 1.25, arrays, wall_ns=11, dims=DIMS)
         slow = P.encode(msg_type, 7, 1.25, arrays, wall_ns=11)
@@ -104,7 +104,8 @@ def test_encode_with_dims_matches_the_general_encoder_and_checks_each_field():
 
 @pytest.mark.parametrize("field, bad", [("q", np.nan), ("v", np.inf), ("force", -np.inf)])
 def test_non_finite_values_in_any_float_field_are_rejected(field, bad):
-    arrays = {"q": np.arange(4.0), "v": np.zeros(4), "contact": np.array([1], np.uint8), "force": np.ones((1, 2))}
+    arrays = {"q": np.arange(4.0), "v": np.zeros(4), "contact": np.array([1], np.uint8), "force": np.ones((1, 2)),
+              "status": np.zeros(1, np.uint8)}
     arrays[field].flat[-1] = bad
     with pytest.raises(P.ProtocolError, match=f"non_finite: {field}"):
         P.decode(P.encode(P.STATE, 7, 1.25, list(arrays.values())), DIMS)

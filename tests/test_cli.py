@@ -19,10 +19,11 @@ def test_help_lists_commands():
         assert cmd in out.stdout
 
 
-def test_robots_json_lists_the_five_robots():
+def test_robots_json_lists_the_planar_and_3d_robots():
     out = run("robots", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
+    assert {r["name"] for r in rows if r["dim"] == 3} == {"go1", "a1", "solo12", "box3d"}
     table = {r["name"]: (r["nq"], r["nv"], r["nu"], r["ncontacts"]) for r in rows}
     assert table == {
         "point_mass": (1, 1, 1, 1),
@@ -30,6 +31,10 @@ def test_robots_json_lists_the_five_robots():
         "plate_springs": (3, 3, 0, 4),
         "hopper": (4, 4, 2, 1),
         "quadruped": (11, 11, 8, 4),
+        "go1": (19, 18, 12, 4),
+        "a1": (19, 18, 12, 4),
+        "solo12": (19, 18, 12, 4),
+        "box3d": (7, 6, 0, 4),
         "block": (3, 3, 0, 2),
     }
 
@@ -47,7 +52,8 @@ def test_bad_command_line_fails_with_a_message(args):
 
 
 @pytest.mark.parametrize("changes, match", [
-    ({"push_ns": 1.0, "push_axis": "y"}, "push_axis must be one of"),
+    ({"push_ns": 1.0, "push_axis": "w"}, "push_axis must be one of"),
+    ({"push_ns": 1.0, "push_axis": "y"}, "hopper is planar"),
     ({"push_ns": 1.0, "push_at_s": 12.0}, "push_at_s must be inside the run"),
     ({"push_ns": 500.0}, "push_ns must be an impulse"),
 ])

@@ -22,13 +22,14 @@ def test_mass_matrix_symmetric_positive_definite(robot):
 
 
 def test_passive_dynamics_conserve_energy(robot):
-    """No contact, no damping, no torque: T + V is constant along a tight DOP853 solution."""
+    """No contact, no damping, no torque: T + V is constant along a tight DOP853 solution
+    (dq/dt = G(q) v: a floating base's quaternion moves on its manifold to 1e-12)."""
     model, fns = robot
     q0, v0 = random_state(model, np.random.default_rng(2))
     n = model.nq
 
     def rhs(_t, x):
-        return np.concatenate([x[n:], fns.forward_dynamics(x[:n], x[n:])])
+        return np.concatenate([fns.configuration_rate(x[:n], x[n:]), fns.forward_dynamics(x[:n], x[n:])])
 
     sol = solve_ivp(rhs, (0.0, 1.0), np.concatenate([q0, v0]), method="DOP853", rtol=1e-12, atol=1e-12,
                     dense_output=False, t_eval=np.linspace(0, 1, 201))
@@ -48,7 +49,7 @@ def test_compiled_functions_match_symbolic(robot):
     for _ in range(10):
         q, v = random_state(model, rng)
         for name, f in symbolic.items():
-            args = [q] if f.n_in() == 1 else [q, v]
+            args = [q, v, np.array([0.01])][:f.n_in()]
             expected = [np.array(o) for o in f.call(args)]
             got = fns.raw[name](*args)
             got = got if isinstance(got, tuple) else (got,)
@@ -110,7 +111,9 @@ def test_mjcf_loads_with_the_same_dimensions(name):
     model = get_robot(name)
     mj = mujoco.MjModel.from_xml_string(model.mjcf)
     assert (mj.nq, mj.nv, mj.nu) == (model.nq, model.nv, model.nu)
-    assert [mj.joint(i).name for i in range(mj.njnt)] == list(model.q_names)
+    # a floating base is one free joint (7 of q) named after the base body, then the joints
+    names = [model.body_names[0], *model.u_names] if model.floating_base else list(model.q_names)
+    assert [mj.joint(i).name for i in range(mj.njnt)] == names
 
 
 def test_unknown_robot_name_is_a_clear_error():

@@ -17,7 +17,7 @@ from robots.model import RobotModel
 from sim.hybrid.cfun import address_table
 from sim.hybrid.kernels import contact_gaps, joint_torque
 from sim.invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants
-from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
+from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset, require_planar
 
 
 def check_positive(owner: str, name: str, value, *, allow_zero: bool = False) -> float:
@@ -52,6 +52,7 @@ class FixedStepPlant:
 
     def __init__(self, model: RobotModel, *, dt_sim: float,
                  penetration_limit_m: float = DEFAULT_PENETRATION_LIMIT_M) -> None:
+        require_planar(model, self.name)
         self.model = model
         self.invariants = Invariants(model, penetration_limit_m)
         self.violation = ""  # latched until reset (sim/invariants.py)

@@ -44,10 +44,11 @@ from numba import njit
 from robots.ccall import call_flat
 from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
-from robots.model import RobotModel, check_vector
+from robots.model import RobotModel
 
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, LatchedViolation
-from ..protocol import JointCommand, PlantState, actuated_joints, pack_command, packed_commands_ok
+from ..protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_reset, pack_command,
+                        packed_commands_ok)
 from . import kernel as K
 from . import static_call
 from .static_call import drop_stale_cache, static
@@ -55,8 +56,9 @@ from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessErro
 
 # reassociation and contraction (FMA) for the small dense loops; NaN/inf semantics kept
 FAST = {"reassoc", "contract", "nsz", "arcp"}
-HEADER = 7  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, k(nc), b(nc), mu(nc), joint(nu), u_max(nu),
-#               command(5 nu)]
+HEADER = 9  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, nt, floating, k(nc), b(nc), mu(nc),
+#               joint(nu), u_max(nu), command(5 nu)]; nt tangent rows per contact (1 planar, 2 in 3D),
+#               floating 1 for a floating base (q = (position, quaternion, joints), dq/dt = G(q) v)
 # ctx = (addr, fin, fout, bt, bc, bg, gen, W, piv, memo):
 #   addr: C function pointers (ess_rhs, ess_terms, ess_contact, ess_dJnv, ess_out)
 #   fin, fout: ess_rhs's input (x, stance flags, command, slip speed) and output (xdot, phi, vn,
@@ -66,39 +68,54 @@ HEADER = 7  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, k(nc), b(
 C_RHS, C_TERMS, C_CONTACT, C_DJNV, C_OUT = 0, 1, 2, 3, 4
 
 
+def friction_force(mu: float, fn, vt, vs):
+    """The regularised Coulomb force (N) on a contact sliding at vt (1 or 2 tangent velocities,
+    m/s) under normal force fn: -mu fn tanh(vt / vs) in the plane; in 3D the isotropic
+    -mu fn tanh(|vt| / vs) vt / |vt| (smooth at vt = 0: tanh(r) / r -> 1 - r^2 / 3)."""
+    if vt.numel() == 1:
+        return -mu * fn * ca.tanh(vt / vs)
+    r = ca.sqrt(ca.sumsqr(vt)) / vs
+    ratio = ca.if_else(r < 1e-4, 1.0 - r * r / 3.0, ca.tanh(r) / (r + 1e-300))
+    return -mu * fn * ratio * vt / vs
+
+
 def vector_field(model: RobotModel) -> ca.Function:
     """The plant's whole vector field as one CasADi function, generated to C:
 
     ess_rhs(x, s, u, vs) -> (xdot, phi, vn, force, tau), with x = (q, v), s the stance flags
     (nc, 1 in stance, 0 in flight), u the held command (tau_ff, q_des, v_des, kp, kd; 5 nu),
     vs the friction law's slip speed (m/s). tau = clip(tau_ff + kp (q_des - q_j) + kd (v_des - v_j),
-    +-u_max) (N m); per contact in stance fn = -k phi - b vn, ft = -mu fn tanh(vt / vs) (N), zero
-    in flight; dv/dt = M^-1 (B tau - h + sum Jn^T fn + Jt^T ft) by the tree's block solve.
-    Outputs: xdot (n), the gaps phi (nc, m) and normal velocities vn (nc, m/s) for the event
-    functions, force (nc x 2: normal, tangential) and tau (nu) for the plant's outputs."""
+    +-u_max) (N m); per contact in stance fn = -k phi - b vn, ft = `friction_force` (N), zero
+    in flight; dv/dt = M^-1 (B tau - h + sum Jn^T fn + Jt^T ft) by the tree's block solve, and
+    dq/dt = G(q) v (v itself for planar robots). Outputs: xdot (n), the gaps phi (nc, m) and
+    normal velocities vn (nc, m/s) for the event functions, force (nc x (1 + nt): normal, then
+    tangential along x (and y)) and tau (nu) for the plant's outputs."""
     q, v = model.q, model.v
-    nu, nc = model.nu, model.nc
-    joints = actuated_joints(model)
+    nu, nc, nt = model.nu, model.nc, model.n_tangent
+    joints, joints_q = actuated_joints(model), actuated_positions(model)
     s = ca.SX.sym("s", nc)
     u = ca.SX.sym("u", 5 * nu)
     vs = ca.SX.sym("vs")
     tau_ff, q_des, v_des, kp, kd = (u[k * nu:(k + 1) * nu] for k in range(5))
     tau = ca.SX(0, 1)
-    for a, j in enumerate(joints):
-        raw = tau_ff[a] + kp[a] * (q_des[a] - q[int(j)]) + kd[a] * (v_des[a] - v[int(j)])
+    for a, (j, jq) in enumerate(zip(joints, joints_q)):
+        raw = tau_ff[a] + kp[a] * (q_des[a] - q[int(jq)]) + kd[a] * (v_des[a] - v[int(j)])
         umax = model.u_max[a]
         tau = ca.vertcat(tau, ca.fmin(ca.fmax(raw, -umax), umax) if np.isfinite(umax) else raw)
     phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.tangent_jacobian()
     vn, vt = Jn @ v, Jt @ v
     gen = (model.B @ tau if nu else 0) - model.bias
-    force = ca.SX(nc, 2)
+    force = ca.SX(nc, 1 + nt)
     for i, c in enumerate(model.contacts):
         fn = ca.if_else(s[i] > 0.5, -c.stiffness * phi[i] - c.damping * vn[i], 0.0)
-        ft = -c.mu * fn * ca.tanh(vt[i] / vs) if c.mu > 0 else ca.SX(0)
-        gen = gen + Jn[i, :].T * fn + Jt[i, :].T * ft
-        force[i, 0], force[i, 1] = fn, ft
+        rows = slice(nt * i, nt * (i + 1))
+        ft = friction_force(c.mu, fn, vt[rows], vs) if c.mu > 0 else ca.SX.zeros(nt)
+        gen = gen + Jn[i, :].T * fn + Jt[rows, :].T @ ft
+        force[i, 0] = fn
+        force[i, 1:] = ft.T
     dv = block_solve(model.mass_matrix, gen, mass_matrix_pattern(model))
-    return ca.Function("ess_rhs", [ca.vertcat(q, v), s, u, vs], [ca.vertcat(v, dv), phi, vn, force, tau],
+    qdot = model.velocity_map @ v if model.floating_base else v
+    return ca.Function("ess_rhs", [ca.vertcat(q, v), s, u, vs], [ca.vertcat(qdot, dv), phi, vn, force, tau],
                        ["x", "s", "u", "vs"], ["xdot", "phi", "vn", "force", "tau"])
 
 
@@ -117,7 +134,7 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
         # that does not end with an ess_rhs evaluation (ROS21)
         ca.Function("ess_out", point, rhs.call(point)[1:], rhs.name_in(), rhs.name_out()[1:]),
         ca.Function("ess_terms", [q, v], [M, h, phi, Jn, Jt], ["q", "v"], ["M", "h", "phi", "Jn", "Jt"]),
-        ca.Function("ess_contact", [q], [phi, Jn], ["q"], ["phi", "Jn"]),
+        ca.Function("ess_contact", [q], [phi, Jn, ca.jacobian(phi, q)], ["q"], ["phi", "Jn", "Jq"]),
         ca.Function("ess_dJnv", [q, v], [ca.jacobian(Jn @ v, q)], ["q", "v"], ["dJnv_dq"]),
     ]
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
@@ -174,7 +191,7 @@ def _rhs_at(x, sigma, p, ctx):
 
 @njit(cache=True, _nrt=False)
 def fill_outputs(x, sigma, p, ctx, force, tau, contact):
-    """Contact flags, forces (nc x 2: normal, tangential, N) and applied torques (nu, N m) at x:
+    """Contact flags, forces (nc x (1 + nt): normal, tangential, N) and applied torques (nu, N m) at x:
     from fout if ess_rhs or ess_out was evaluated there (ROS23's last stage, or the events at the
     step's end), else by ess_out (a fifth of ess_rhs: no mass matrix) into fout's tail."""
     addr, fin, fout, memo = ctx[0], ctx[1], ctx[2], ctx[9]
@@ -184,17 +201,18 @@ def fill_outputs(x, sigma, p, ctx, force, tau, contact):
         call_flat(addr[C_OUT], fin.ctypes.data, fout[n:].ctypes.data)
         memo[0] = FOUT_TAIL
     o = n + 2 * nc
+    nf = int(p[7]) + 1
     for i in range(nc):
         contact[i] = sigma[i] > 0.0 and sigma[nc + i] < 0.0
-        force[i, 0] = fout[o + 2 * i]
-        force[i, 1] = fout[o + 2 * i + 1]
+        for k in range(nf):
+            force[i, k] = fout[o + nf * i + k]
     for a in range(nu):
-        tau[a] = fout[o + 2 * nc + a]
+        tau[a] = fout[o + nf * nc + a]
 
 
 @njit(cache=True, _nrt=False)
 def robot_f(t, x, sigma, p, ctx, out):
-    """dx/dt = (v, M^-1 (B tau + sum Jn^T fn + Jt^T ft - h)) for the current contact modes."""
+    """dx/dt = (G(q) v, M^-1 (B tau + sum Jn^T fn + Jt^T ft - h)) for the current contact modes."""
     fout = ctx[2]
     _rhs_at(x, sigma, p, ctx)
     for i in range(x.shape[0]):
@@ -248,17 +266,22 @@ def robot_Dh(x, p, ctx, out):
             for c in range(nv):
                 vn += bc[nc + i * nv + c] * x[nq + c]
         sep = force_liftoff and vn > 0.0  # the touchdown guard's separating branch (see robot_h)
-        for c in range(nq):
-            jn = bc[nc + i * nv + c]
-            out[i, c] = -jn
+        o_q = nc + nc * nv + i * nq  # d phi / dq (nq): the gap's own gradient, bc's third block
+        for c in range(nq):  # derivatives in q: the gap's gradient, and d(vn)/dq = bg
+            jq = bc[o_q + c]
+            out[i, c] = -jq
             if sep:
-                out[i, c] = -jn - (b_i / k_i) * bg[i * nq + c]
+                out[i, c] = -jq - (b_i / k_i) * bg[i * nq + c]
+            if force_liftoff:
+                out[nc + i, c] = k_i * jq + b_i * bg[i * nq + c]
+            else:
+                out[nc + i, c] = jq
+        for c in range(nv):  # derivatives in v: vn = Jn v
+            jn = bc[nc + i * nv + c]
+            if sep:
                 out[i, nq + c] = -(b_i / k_i) * jn
             if force_liftoff:
-                out[nc + i, c] = k_i * jn + b_i * bg[i * nq + c]
                 out[nc + i, nq + c] = b_i * jn
-            else:
-                out[nc + i, c] = jn
 
 
 @njit(cache=True, _nrt=False)
@@ -329,9 +352,10 @@ def robot_wprep(t, x, sigma, p, ctx):
             Dx[i, j] = 0.0
     base = HEADER + 3 * nc
     cmd = base + 2 * nu
+    shift = nq - nv  # a joint's index in q past its index j in v (the quaternion's extra entry)
     for a in range(nu):
         j = int(p[base + a])
-        tau = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j])
+        tau = (p[cmd + a] + p[cmd + 3 * nu + a] * (p[cmd + nu + a] - x[j + shift])
                + p[cmd + 4 * nu + a] * (p[cmd + 2 * nu + a] - x[nq + j]))
         if abs(tau) < p[base + nu + a]:  # a saturated motor has no stiffness
             Kx[j, j] += p[cmd + 3 * nu + a]
@@ -339,12 +363,13 @@ def robot_wprep(t, x, sigma, p, ctx):
     o_phi = nv * nv + nv
     o_jn = o_phi + nc
     o_jt = o_jn + nc * nv
+    nt = int(p[7])
     for i in range(nc):
         if not (sigma[i] > 0.0 and sigma[nc + i] < 0.0):
             continue
         k_i, b_i, mu = p[HEADER + i], p[HEADER + nc + i], p[HEADER + 2 * nc + i]
         jn = bt[o_jn + i * nv:o_jn + (i + 1) * nv]
-        jt = bt[o_jt + i * nv:o_jt + (i + 1) * nv]
+        jt = bt[o_jt + nt * i * nv:o_jt + (nt * i + 1) * nv]
         vn = 0.0
         vt = 0.0
         for k in range(nv):
@@ -359,6 +384,10 @@ def robot_wprep(t, x, sigma, p, ctx):
                     Dx[r, c] += br * jn[c]
         if mu <= 0.0:
             continue
+        if nt == 2:
+            _friction_3d(Kx, Dx, jn, bt[o_jt + 2 * i * nv:o_jt + (2 * i + 2) * nv], x[nq:], mu, k_i, b_i,
+                         -k_i * bt[o_phi + i] - b_i * vn, p[4], nv)
+            continue
         # friction ft = -mu fn tanh(vt / v_s): K += -mu k th Jt^T Jn,
         # D += Jt^T (mu fn sech^2 / v_s Jt - mu b th Jn)
         fn = -k_i * bt[o_phi + i] - b_i * vn
@@ -372,6 +401,71 @@ def robot_wprep(t, x, sigma, p, ctx):
                 for c in range(nv):
                     Kx[r, c] += qr * jn[c]
                     Dx[r, c] += nr * jn[c] + tr * jt[c]
+
+
+@njit(cache=True, fastmath=FAST, _nrt=False)
+def _friction_3d(Kx, Dx, jn, jt, v, mu, k_i, b_i, fn, vs, nv):
+    """W's terms of a 3D stance contact's friction ft = -mu fn phi(r) vt (`friction_force`,
+    phi(r) = tanh(r) / (r vs), r = |vt| / vs; jt holds the two tangent rows, nv each):
+    K += -mu k phi Jt^T vt Jn, D += -mu b phi Jt^T vt Jn + mu fn Jt^T (phi I + c vt vt^T) Jt with
+    c = phi'(r) / (r vs^2), the exact derivative of phi vt in vt."""
+    vt0 = 0.0
+    vt1 = 0.0
+    for k in range(nv):
+        vt0 += jt[k] * v[k]
+        vt1 += jt[nv + k] * v[k]
+    r = np.sqrt(vt0 * vt0 + vt1 * vt1) / vs
+    if r < 1e-4:
+        phi = (1.0 - r * r / 3.0) / vs
+        c = -2.0 / (3.0 * vs * vs * vs)
+    else:
+        th = np.tanh(r)
+        phi = th / (r * vs)
+        c = ((1.0 - th * th) * r - th) / (r * r * vs) / (r * vs * vs)
+    cq0, cq1 = -mu * k_i * phi * vt0, -mu * k_i * phi * vt1
+    cn0, cn1 = -mu * b_i * phi * vt0, -mu * b_i * phi * vt1
+    s00 = mu * fn * (phi + c * vt0 * vt0)
+    s01 = mu * fn * c * vt0 * vt1
+    s11 = mu * fn * (phi + c * vt1 * vt1)
+    for r_ in range(nv):
+        a0, a1 = jt[r_], jt[nv + r_]
+        if a0 == 0.0 and a1 == 0.0:
+            continue
+        qr = cq0 * a0 + cq1 * a1
+        nr = cn0 * a0 + cn1 * a1
+        t0 = s00 * a0 + s01 * a1
+        t1 = s01 * a0 + s11 * a1
+        for col in range(nv):
+            Kx[r_, col] += qr * jn[col]
+            Dx[r_, col] += nr * jn[col] + t0 * jt[col] + t1 * jt[nv + col]
+
+
+@njit(cache=True, fastmath=FAST, _nrt=False)
+def _base_map(quat, a, out, plus):
+    """The floating base's rows of G(q) (plus False: out (7) = G a for a base velocity a (6)) or of
+    its left inverse G+ = (R^T, 4 E^T) (plus True: out (6) = G+ a for a base rate a (7)), with R
+    the rotation and E the quaternion rate map of the unit quaternion (x, y, z, w)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    R00, R01, R02 = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    R10, R11, R12 = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    R20, R21, R22 = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+    if not plus:
+        out[0] = R00 * a[0] + R01 * a[1] + R02 * a[2]
+        out[1] = R10 * a[0] + R11 * a[1] + R12 * a[2]
+        out[2] = R20 * a[0] + R21 * a[1] + R22 * a[2]
+        wx, wy, wz = a[3], a[4], a[5]
+        out[3] = 0.5 * (w * wx - z * wy + y * wz)
+        out[4] = 0.5 * (z * wx + w * wy - x * wz)
+        out[5] = 0.5 * (-y * wx + x * wy + w * wz)
+        out[6] = 0.5 * (-x * wx - y * wy - z * wz)
+    else:
+        out[0] = R00 * a[0] + R10 * a[1] + R20 * a[2]
+        out[1] = R01 * a[0] + R11 * a[1] + R21 * a[2]
+        out[2] = R02 * a[0] + R12 * a[1] + R22 * a[2]
+        dx, dy, dz, dw = a[3], a[4], a[5], a[6]
+        out[3] = 2.0 * (w * dx + z * dy - y * dz - x * dw)
+        out[4] = 2.0 * (-z * dx + w * dy + x * dz - y * dw)
+        out[5] = 2.0 * (y * dx - x * dy + w * dz - z * dw)
 
 
 @njit(cache=True, fastmath=FAST, _nrt=False)
@@ -419,9 +513,11 @@ def _lu_solve(A, piv, b, n):
 @njit(cache=True, fastmath=FAST, _nrt=False)
 def robot_wsolve(g, refactor, p, ctx, rhs, out):
     """out = (I - g W)^-1 rhs for the W of `robot_wprep`: with (r_q, r_v) = rhs,
-    (M + g D + g^2 K) out_v = M r_v - g K r_q and out_q = r_q + g out_v (one nv x nv LU,
+    (M + g D + g^2 K) out_v = M r_v - g K G+ r_q and out_q = r_q + g G out_v (one nv x nv LU,
     refactored only when asked and W was rebuilt or g moved by more than G_KEEP since the last
-    factor; the steps of a tick-bound run differ in g by rounding only)."""
+    factor; the steps of a tick-bound run differ in g by rounding only). G = I for planar
+    robots; for a floating base W's top blocks are (0, G) at W's point, G+ G = I, so that K is
+    the stiffness in v's coordinates (`_base_map`)."""
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu = int(p[0]), int(p[1]), int(p[2])
     Mx, Kx, Dx, A = W[0], W[1], W[2], W[3]
@@ -438,15 +534,32 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
     else:
         # the factor's g, in the whole solve: exactly (I - g W')^-1 with W' = (g_f / g) W, still a W
         g = g_f
+    floating = p[8] > 0.0
+    if floating:  # rq in v's coordinates: G+ r_q, into out's v part (overwritten below)
+        quat = memo[1 + 3:1 + 7]  # W's x is memo[1:1 + n]
+        _base_map(quat, rhs[0:7], out[nq:nq + 6], True)
+        for i in range(6, nv):
+            out[nq + i] = rhs[i + 1]
+        rq = out[nq:nq + nv]
+    else:
+        rq = rhs[0:nv]
     for i in range(nv):
         s = 0.0
         for j in range(nv):
-            s += Mx[i, j] * rhs[nq + j] - g * Kx[i, j] * rhs[j]
+            s += Mx[i, j] * rhs[nq + j] - g * Kx[i, j] * rq[j]
         gen[i] = s
     _lu_solve(A, piv, gen, nv)
     for i in range(nv):
         out[nq + i] = gen[i]
-        out[i] = rhs[i] + g * gen[i]
+    if floating:
+        _base_map(memo[1 + 3:1 + 7], gen[0:6], out[0:7], False)
+        for i in range(7):
+            out[i] = rhs[i] + g * out[i]
+        for i in range(6, nv):
+            out[i + 1] = rhs[i + 1] + g * gen[i]
+    else:
+        for i in range(nv):
+            out[i] = rhs[i] + g * gen[i]
 
 
 # The plant's mutable state lives in three arrays so that one compiled call per tick takes few
@@ -537,6 +650,10 @@ def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
         I[I_STATS:I_STATS + K.N_STATS], work)
     F[F_T] = t
     I[I_GUARD] = guard
+    if p[8] > 0.0:  # the step's quaternion drifts off unit norm by ~the error tolerance: project back
+        norm = np.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
+        for k in range(3, 7):
+            x[k] /= norm
     return status
 
 
@@ -558,8 +675,9 @@ def _tick(wk, wi, B, tf):
     if status == K.OK:
         n, nu, nc, m = int(p[0]) + int(p[1]), int(p[2]), int(p[3]), B.shape[1]
         o = F_EPS + 2 * m + n  # x ends here, the outputs follow
-        fill_outputs(F[o - n:o], F[F_EPS + m:F_EPS + 2 * m], p, ctx, F[o:o + 2 * nc].reshape((nc, 2)),
-                     F[o + 2 * nc:o + 2 * nc + nu], B[B.shape[0] - 1])
+        nf = int(p[7]) + 1
+        fill_outputs(F[o - n:o], F[F_EPS + m:F_EPS + 2 * m], p, ctx, F[o:o + nf * nc].reshape((nc, nf)),
+                     F[o + nf * nc:o + nf * nc + nu], B[B.shape[0] - 1])
     return status
 
 
@@ -674,8 +792,6 @@ class EssPlant(LatchedViolation):
                  w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
                  penetration_limit_m: float | None = None,
                  cache_dir: Path | str | None = None, verbose: bool = True):
-        if model.nq != model.nv:
-            raise ValueError(f"{model.name}: the ESS plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
         if model.nc == 0:
             raise ValueError(f"{model.name}: the ESS plant needs at least one contact")
         soft = [c.name for c in model.contacts if c.stiffness <= 0]
@@ -704,12 +820,13 @@ class EssPlant(LatchedViolation):
                             liftoff=liftoff, w_reuse=int(w_reuse), on_violation=on_violation,
                             max_events=max_events, penetration_limit_m=self.invariants.limit)
         lib = _lib(model, cache_dir, verbose)
-        nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
-        n, m = nq + nv, 2 * nc
+        nq, nv, nu, nc, nt = model.nq, model.nv, model.nu, model.nc, model.n_tangent
+        n, m, nf = nq + nv, 2 * nc, 1 + model.n_tangent
         self._joints = actuated_joints(model)
         stiff = np.array([c.stiffness for c in model.contacts])
         self._p = np.concatenate([
-            [nq, nv, nu, nc, slip_speed, 1.0 if liftoff == "force" else 0.0, w_reuse],
+            [nq, nv, nu, nc, slip_speed, 1.0 if liftoff == "force" else 0.0, w_reuse, nt,
+             1.0 if model.floating_base else 0.0],
             stiff, [c.damping for c in model.contacts], [c.mu for c in model.contacts],
             self._joints.astype(float), np.where(np.isfinite(model.u_max), model.u_max, 1e300),
             np.zeros(5 * nu),
@@ -719,7 +836,7 @@ class EssPlant(LatchedViolation):
         reset = np.zeros((m, m), dtype=np.bool_)
         for i in range(nc):
             reset[i, nc + i] = reset[nc + i, i] = True
-        self._F = np.zeros(F_EPS + 2 * m + n + 2 * nc + nu)
+        self._F = np.zeros(F_EPS + 2 * m + n + nf * nc + nu)
         self._F[[F_RTOL, F_ATOL, F_HMAX, F_LIVE]] = rtol, atol, h_max, 1e-12
         self._F[F_EPS:F_EPS + m] = np.concatenate([np.full(nc, eps), eps * (stiff if liftoff == "force" else np.ones(nc))])
         self._I = np.zeros(I_STATS + K.N_STATS, dtype=np.int64)
@@ -736,7 +853,7 @@ class EssPlant(LatchedViolation):
         o = F_EPS + 2 * m + n
         self.x = self._F[o - n:o]  # a view: the plant updates it in place
         # the last tick's outputs (views that step() copies): q, v, forces, torques, contact flags
-        self._outputs = (self.x[:nq], self.x[nq:], self._F[o:o + 2 * nc].reshape(nc, 2), self._F[o + 2 * nc:],
+        self._outputs = (self.x[:nq], self.x[nq:], self._F[o:o + nf * nc].reshape(nc, nf), self._F[o + nf * nc:],
                          self._B[-1, :nc])
         self._fast = None  # step()'s compiled call, bound at the first step()
         self._empty = np.zeros(0)
@@ -760,10 +877,7 @@ class EssPlant(LatchedViolation):
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
         """Set the state (q, v) at time t (s); contact modes follow from the gaps. Returns it."""
         m = self.model
-        q = check_vector(m, "q", q, m.nq)
-        v = np.zeros(m.nv) if v is None else check_vector(m, "v", v, m.nv)
-        if not np.isfinite(t):
-            raise ValueError(f"{m.name}: t must be finite, got {t}")
+        q, v, t = checked_reset(m, q, v, t)
         self.x[:] = np.concatenate([q, v])
         self.t = float(t)
         nc = m.nc
@@ -886,7 +1000,7 @@ class EssPlant(LatchedViolation):
     def state(self) -> PlantState:
         """The current PlantState (fresh arrays; the plant keeps its own)."""
         m = self.model
-        force, tau, contact = np.empty((m.nc, 2)), np.empty(m.nu), np.empty(m.nc, np.bool_)
+        force, tau, contact = np.empty((m.nc, 1 + m.n_tangent)), np.empty(m.nu), np.empty(m.nc, np.bool_)
         fill_outputs(self.x, self.guards.sigma, self._p, self.system.ctx, force, tau, contact)
         return PlantState(self.t, self.x[:m.nq].copy(), self.x[m.nq:].copy(), contact, force, tau, self.violation)
 

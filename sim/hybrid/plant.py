@@ -55,7 +55,7 @@ from scipy.integrate import solve_ivp
 from robots import numeric
 from robots.model import RobotModel
 from sim.invariants import Invariants, LatchedViolation
-from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset
+from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset, require_planar
 
 from .cfun import address_table
 from .kernels import contact_gaps, contact_points, joint_torque, kinetic_margin, mode_rhs, \
@@ -106,6 +106,7 @@ class HybridPlant(LatchedViolation):
     """
 
     def __init__(self, model: RobotModel, *, options: HybridOptions | None = None, **overrides) -> None:
+        require_planar(model, "hybrid")
         self.model = model
         try:
             self.options = replace(options or HybridOptions(), **overrides)

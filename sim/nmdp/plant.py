@@ -21,7 +21,7 @@ import numpy as np
 from robots.model import RobotModel
 
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, check_penetration_limit
-from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command
+from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command, require_planar
 from . import kernel as K
 from .qp import DenseQp
 from .terms import nmdp_library
@@ -137,8 +137,7 @@ class NmdpPlant:
 
     def __init__(self, model: RobotModel, options: NmdpOptions | None = None, *,
                  cache_dir: Path | str | None = None, verbose: bool = True, **overrides):
-        if model.nq != model.nv:
-            raise ValueError(f"{model.name}: the NMDP plant needs nq == nv (planar robots), got {model.nq}, {model.nv}")
+        require_planar(model, "NMDP")
         if model.nc == 0:
             raise ValueError(f"{model.name}: the NMDP plant needs at least one contact")
         unknown = set(overrides) - {f.name for f in fields(NmdpOptions)}

@@ -1,0 +1,115 @@
+"""Floating-base `RobotModel`s from URDF trees: the 3D robots (go1, a1, solo12, or your own URDF).
+
+    tree = load_urdf_tree("go1")                        # robots/urdf.py: pinocchio's parser
+    model = build_floating_robot(tree, FootContacts(radius=0.02, mu=0.8), stance=...)
+
+The model is the same `RobotModel` as the planar robots' (robots/model.py), with
+`floating_base=True`: q = (base position, quaternion (x, y, z, w), joints), nq = nv + 1;
+v = (base linear and angular velocity in the base frame, joint velocities). M(q) and h(q, v)
+come from the symbolic recursive Newton-Euler algorithm of robots/spatial.py. Each foot is a
+sphere of `radius` centred on the URDF's foot frame; its contact point is the sphere's lowest
+point (the foot frame's position minus `radius` along world z), so the gap is the sphere's
+height above the ground. The MJCF (`to_mjcf`) carries the same spheres.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from .model import Contact, RobotModel
+from .spatial import frame_kinematics, gravity_vector, inverse_dynamics, placements
+from .urdf import UrdfTree, to_mjcf
+
+
+@dataclass(frozen=True)
+class FootContacts:
+    """The feet's contact settings: sphere radius (m), Coulomb friction mu, and the normal
+    stiffness (N/m) and damping (N s/m) the compliant plants use."""
+
+    radius: float = 0.02
+    mu: float = 0.8
+    stiffness: float = 2.0e4
+    damping: float = 300.0
+
+
+def standing_height(tree: UrdfTree, joints: np.ndarray, radius: float) -> float:
+    """Base height (m) at which the lowest foot sphere of joint pose `joints` (rad) touches
+    z = 0, with the base level."""
+    q = np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], joints])
+    lowest = min(float(frame_kinematics(list(tree.bodies), fr, ca.DM(q), ca.DM.zeros(tree.nv))[0][2])
+                 for fr in tree.feet)
+    return radius - lowest
+
+
+def resting_configuration(model: RobotModel, joints) -> np.ndarray:
+    """q (nq) of a floating-base `model` with joint angles `joints` (rad, nu), the base level at
+    the origin's x, y and at the height where its lowest contact touches z = 0."""
+    from .numeric import numeric
+
+    joints = np.asarray(joints, dtype=float)
+    if joints.shape != (model.nu,):
+        raise ValueError(f"{model.name}: a pose needs {model.nu} joint angles, got shape {joints.shape}")
+    q = np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], joints])
+    q[2] = -float(np.min(numeric(model, verbose=False).contact_gap(q)))
+    return q
+
+
+def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarray, gravity=9.81,
+                         params: dict | None = None) -> RobotModel:
+    """The `RobotModel` of a floating-base tree (module docstring).
+
+    stance: joint angles (rad, nu) of the standing pose; q0 is that pose with the base level at
+    the height where the lowest foot touches the ground. params: documented numbers, hashed
+    with the model; params["poses"] (name -> nu joint angles) are the named start poses a
+    scenario can ask for (`launch.scenario.Scenario.start_pose`). gravity: g along -z (m/s^2),
+    or a gravity vector (a tilted one stands for an inclined ground; the model's `gravity` is
+    then its magnitude).
+    """
+    bodies = list(tree.bodies)
+    nq, nv = tree.nq, tree.nv
+    nu = nv - 6
+    stance = np.asarray(stance, dtype=float)
+    if stance.shape != (nu,):
+        raise ValueError(f"{tree.name}: stance must be {nu} joint angles, got shape {stance.shape}")
+    q, v, a = ca.SX.sym("q", nq), ca.SX.sym("v", nv), ca.SX.sym("a", nv)
+    tau = inverse_dynamics(bodies, q, v, a, gravity)
+    M = ca.substitute(ca.jacobian(tau, a), v, ca.SX.zeros(nv))
+    h = ca.substitute(tau, a, ca.SX.zeros(nv))
+    world = placements(bodies, q)
+    g_vec = gravity_vector(gravity)
+    potential = sum(-b.mass * ca.dot(ca.DM(g_vec), R @ ca.DM(b.com) + p) for b, (R, p) in zip(bodies, world))
+    contacts = []
+    for fr in tree.feet:
+        pos, _ = frame_kinematics(bodies, fr, q, v)
+        contacts.append(Contact(name=fr.name, point=pos - ca.DM([0.0, 0.0, feet.radius]), mu=feet.mu,
+                                stiffness=feet.stiffness, damping=feet.damping, radius=feet.radius))
+    B = np.vstack([np.zeros((6, nu)), np.eye(nu)])
+    base = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
+    q0 = np.concatenate([[0.0, 0.0, standing_height(tree, stance, feet.radius)], [0.0, 0.0, 0.0, 1.0], stance])
+    return RobotModel(
+        name=tree.name,
+        q=q,
+        v=v,
+        q_names=base + tree.joint_names,
+        u_names=tree.joint_names,
+        mass_matrix=M,
+        bias=h,
+        passive=ca.SX.zeros(nv),
+        kinetic_energy=0.5 * ca.dot(v, M @ v),
+        potential_energy=potential,
+        B=B,
+        contacts=tuple(contacts),
+        body_poses=ca.vertcat(*[ca.horzcat(p.T, ca.reshape(R.T, 1, 9)) for R, p in world]),
+        body_names=tuple(b.name for b in bodies),
+        gravity=float(np.linalg.norm(g_vec)),
+        q0=q0,
+        u_max=tree.u_max,
+        params={"source": tree.path.name, "mass_kg": tree.mass, "foot_radius": feet.radius, "mu": feet.mu,
+                "k_contact": feet.stiffness, "b_contact": feet.damping, "stance": stance.tolist(), **(params or {})},
+        mjcf=to_mjcf(tree, foot_radius=feet.radius, mu=feet.mu, gravity=g_vec),
+        q_min=np.concatenate([np.full(7, -np.inf), tree.q_min]),
+        q_max=np.concatenate([np.full(7, np.inf), tree.q_max]),
+        floating_base=True,
+    )

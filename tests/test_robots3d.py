@@ -1,0 +1,115 @@
+"""The 3D quadrupeds as `RobotModel`s (robots/floating.py, robots/library/quadrupeds3d.py): the
+compiled functions every plant and the MPC use, against pinocchio at random states (issue 27)."""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from robots import get_robot, numeric
+from robots.urdf import load_urdf_tree
+
+ROBOTS = ("go1", "a1", "solo12")
+
+
+@pytest.fixture(scope="module", params=ROBOTS)
+def robot(request):
+    model = get_robot(request.param)
+    pmodel = pin.buildModelFromUrdf(str(load_urdf_tree(request.param).path), pin.JointModelFreeFlyer())
+    return model, numeric(model, verbose=False), pmodel, pmodel.createData()
+
+
+def _random_state(pmodel, rng):
+    q = pin.randomConfiguration(pmodel, -np.ones(pmodel.nq), np.ones(pmodel.nq))
+    q[:3] = rng.normal(size=3)
+    return q, rng.normal(scale=2.0, size=pmodel.nv)
+
+
+def test_sizes_limits_and_standing_pose(robot):
+    model, fns, _, _ = robot
+    assert (model.nq, model.nv, model.nu, model.nc, model.dim, model.n_tangent) == (19, 18, 12, 4, 3, 2)
+    assert model.floating_base and model.B.shape == (18, 12) and np.all(model.u_max > 0)
+    assert np.all(np.isinf(model.q_min[:7])) and np.all(model.q_min[7:] < model.q_max[7:])
+    # q0 stands: every foot sphere touches the ground, the base is level and above it
+    np.testing.assert_allclose(fns.contact_gap(model.q0), 0.0, atol=1e-12)
+    assert model.q0[2] > 0.1 and np.array_equal(model.q0[3:7], [0, 0, 0, 1])
+
+
+def test_dynamics_contacts_and_energy_match_pinocchio(robot):
+    """At 50 random states, to 1e-9 relative: M, h, each foot's gap (frame height - radius), the
+    normal and tangential Jacobians (rows of the world velocity), the contact bias accelerations
+    (pinocchio's classical frame acceleration at zero joint acceleration) and the energies."""
+    model, fns, pm, pd = robot
+    rng = np.random.default_rng(31)
+    r = model.contacts[0].radius
+    for _ in range(50):
+        q, v = _random_state(pm, rng)
+        Mp = pin.crba(pm, pd, q)
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        scale = np.abs(Mp).max()
+        np.testing.assert_allclose(fns.mass_matrix(q), Mp, rtol=0, atol=1e-9 * scale)
+        hp = pin.rnea(pm, pd, q, v, np.zeros(pm.nv))
+        np.testing.assert_allclose(fns.bias(q, v), hp, rtol=0, atol=1e-9 * np.abs(hp).max())
+        pin.forwardKinematics(pm, pd, q, v, np.zeros(pm.nv))
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, q)
+        Jn, Jt = fns.contact_jacobians(q)
+        an, at = fns.contact_bias_accelerations(q, v)
+        for i, c in enumerate(model.contacts):
+            fid = pm.getFrameId(c.name)
+            J = pin.getFrameJacobian(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
+            acc = pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED).linear
+            tol = 1e-9 * max(1.0, np.abs(J).max())
+            assert fns.contact_gap(q)[i] == pytest.approx(pd.oMf[fid].translation[2] - r, abs=1e-9)
+            np.testing.assert_allclose(fns.contact_points(q)[i], pd.oMf[fid].translation - [0, 0, r], atol=1e-9)
+            np.testing.assert_allclose(Jn[i], J[2], rtol=0, atol=tol)
+            np.testing.assert_allclose(Jt[2 * i:2 * i + 2], J[:2], rtol=0, atol=tol)
+            np.testing.assert_allclose(an[i], acc[2], rtol=0, atol=1e-9 * max(1.0, np.abs(acc).max()))
+            np.testing.assert_allclose(at[2 * i:2 * i + 2], acc[:2], rtol=0, atol=1e-9 * max(1.0, np.abs(acc).max()))
+        T, V = fns.energy(q, v)
+        assert T == pytest.approx(pin.computeKineticEnergy(pm, pd, q, v), rel=1e-9)
+        assert V == pytest.approx(pin.computePotentialEnergy(pm, pd, q), rel=1e-9, abs=1e-9)
+
+
+def test_integrate_and_velocity_map_agree(robot):
+    """The compiled q (+) v dt equals pinocchio's integrate, and dq/dt = G(q) v is its
+    derivative in dt (central difference), quaternion norm 1 to 1e-12."""
+    import casadi as ca
+
+    model, fns, pm, _ = robot
+    G = ca.Function("G", [model.q], [model.velocity_map])
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        q, v = _random_state(pm, rng)
+        nxt = fns.integrate(q, v, 0.01)
+        want = pin.integrate(pm, q, v * 0.01)
+        want[3:7] *= np.sign(want[3:7] @ nxt[3:7])
+        np.testing.assert_allclose(nxt, want, atol=1e-10)
+        assert abs(np.linalg.norm(nxt[3:7]) - 1.0) < 1e-12
+        eps = 1e-6
+        fd = (fns.integrate(q, v, eps) - fns.integrate(q, v, -eps)) / (2 * eps)
+        np.testing.assert_allclose(np.array(G(q)) @ v, fd, atol=1e-6 * max(1.0, np.abs(fd).max()))
+
+
+def test_bad_parameters_name_the_field():
+    with pytest.raises(ValueError, match="unknown parameters"):
+        get_robot("go1", stiffnes=1.0)
+
+
+def test_the_3d_doc_example_runs(capsys):
+    """docs/ROBOTS3D.md's Python block runs as written and prints what its comments say."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ROBOTS3D.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", doc, re.S | re.M)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "docs/ROBOTS3D.md", "exec"), {"__name__": "robots3d_doc"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "19 18 12 4"
+    import ast
+
+    assert ast.literal_eval(out[1]) == [0.0, 0.0, 0.285, 0.0, 0.0, 0.0, 1.0]
+    quat, norm = out[2].rsplit(" ", 1)
+    np.testing.assert_allclose(ast.literal_eval(quat), [np.sin(0.05), 0.0, 0.0, np.cos(0.05)], atol=1e-4)
+    assert abs(float(norm) - 1.0) < 1e-12
