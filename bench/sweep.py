@@ -10,7 +10,9 @@ sweep-throughput  the same sweep (the hopper MPC, 5 s episodes, --repeats N epis
                   task), against an episode's mean wall time; `loop_overhead_per_episode_s`
                   (1 worker: the loop's wall time less the time inside episodes and warm-ups,
                   per episode) adds the one-time start of the worker process. The load average
-                  before and after says how much of the machine the sweep had.
+                  and the machine's own 2-process speed-up on a pure-Python loop
+                  (`machine_parallel_speedup`, before and after: the ceiling of any 2-worker
+                  figure at that moment) say how much of the machine the sweep had.
 sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success rate against a
                   push, mass error, friction, command latency and sensor noise, 20 seeds a point
                   (--repeats K seeds), 5 s episodes with a little sensor noise so that seeds
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 # (varied field spec) per robustness table; the base adds sensor noise so seeds differ
 ROBUSTNESS_TABLES = (  # ranges that reach the hopper's failures (one seed a point: all of 0..8 N s, 0.6..1.4
@@ -48,6 +51,31 @@ def _episode_seconds(folder) -> tuple[float, float, list[float]]:
     return sum(r["wall_s"] for r in rows), sum(r["warmup_s"] or 0.0 for r in rows), worker_gaps(rows)
 
 
+def _spin(n: int) -> None:
+    x = 0
+    for i in range(n):
+        x += i * i
+
+
+def machine_parallel_speedup(n: int = 10_000_000) -> float:
+    """How much faster this machine runs 2 copies of a pure-Python loop in 2 processes than one
+    after the other, now (the ceiling of any 2-worker speed-up while other work shares the
+    cores; 2.0 on an idle 2-core machine)."""
+    from multiprocessing import Process
+
+    def timed(k: int) -> float:
+        procs = [Process(target=_spin, args=(n,)) for _ in range(k)]
+        t0 = time.perf_counter()
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        return time.perf_counter() - t0
+
+    one, two = timed(1), timed(2)
+    return 2.0 * one / two
+
+
 def bench_sweep_throughput(args) -> dict:
     """Episodes/s of one sweep on 1 and on 2 local workers, and Ray's overhead per episode."""
     from launch.sweep_spec import SweepSpec
@@ -56,7 +84,8 @@ def bench_sweep_throughput(args) -> dict:
     if n < 4:
         raise ValueError(f"sweep-throughput needs --repeats >= 4 episodes, got {n}")
     spec = SweepSpec.from_args("hopper", [f"push=0:4:{n}"], seeds=1, duration_s=5.0)
-    out: dict = {"episodes": n, "episode_sim_s": 5.0, "cores": os.cpu_count(), "loadavg_1min_before": os.getloadavg()[0]}
+    out: dict = {"episodes": n, "episode_sim_s": 5.0, "cores": os.cpu_count(), "loadavg_1min_before": os.getloadavg()[0],
+                 "machine_2_process_speedup_before": machine_parallel_speedup()}
     for workers in (1, 2):
         print(f"[sweep-throughput] {n} episodes on {workers} worker(s)", file=sys.stderr, flush=True)
         s = _run(spec, workers)
@@ -80,6 +109,7 @@ def bench_sweep_throughput(args) -> dict:
     out["speedup_if_episodes_kept_their_1_worker_time"] = (out["speedup_2_vs_1"] * out["w2"]["episode_wall_mean_s"]
                                                            / out["w1"]["episode_wall_mean_s"])
     out["loadavg_1min_after"] = os.getloadavg()[0]
+    out["machine_2_process_speedup_after"] = machine_parallel_speedup()
     return out
 
 
