@@ -14,8 +14,8 @@ sweep-throughput  the same sweep (the hopper MPC, 5 s episodes, --repeats N epis
                   (`machine_parallel_speedup`, before and after: the ceiling of any 2-worker
                   figure at that moment) say how much of the machine the sweep had.
                   Measured on the development VM under load (docs/SWEEPS.md): overhead
-                  3.5-4.5 ms = 1.0-1.4 % of a 0.29-0.35 s episode; speed-up 0.95-1.53 while
-                  the machine's own 2-process speed-up was 1.01-1.09.
+                  3.5-4.5 ms = 1.0-1.4 % of a 0.29-0.39 s episode; speed-up 0.95-1.53 while
+                  the machine's own 2-process speed-up was 0.83-1.09.
 sweep-robustness  the robustness tables (docs/SWEEPS.md): the hopper's success rate against a
                   push, mass error, friction, command latency and sensor noise, 20 seeds a point
                   (--repeats K seeds), 5 s episodes with a little sensor noise so that seeds
