@@ -58,7 +58,9 @@ class ServerOptions:
     length in simulated seconds (None: until stopped). lockstep_timeout_s: longest wait in
     lockstep. log_dir: where logs go (None: no logs). curve_keys: CurveZMQ key folder.
     push_ns: an impulse (N s) applied to the base along push_axis ("x", "y" horizontal, "z" vertical)
-    once simulated time reaches push_at_s (default: mid-run); 0 = no push.
+    once simulated time reaches push_at_s (default: mid-run); 0 = no push. live: an ipc://
+    endpoint on which every tick's record is published (ZeroMQ PUB, never blocking: a full queue
+    drops the record and counts it, `live_dropped`) for `launch run --live` (`LIVE_FIELDS`).
     """
 
     bind: str = "tcp://127.0.0.1:5555"
@@ -75,6 +77,7 @@ class ServerOptions:
     push_ns: float = 0.0
     push_at_s: float | None = None
     push_axis: str = "x"
+    live: str | None = None
 
     def validate(self) -> "ServerOptions":
         """Raise ValueError naming any bad field; return self."""
@@ -94,12 +97,19 @@ class ServerOptions:
             raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
         if self.push_axis not in PUSH_AXES:
             raise ValueError(f"push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
+        if self.live is not None and not (isinstance(self.live, str) and self.live.startswith("ipc://")):
+            raise ValueError(f"live must be an ipc:// endpoint (a local file), got {self.live!r}")
         return self
 
     @property
     def period(self) -> float:
         """Control period, s."""
         return 1.0 / self.control_rate_hz
+
+
+# the live record of a tick (float64): these scalars, then q (nq), v (nv), force (nc x nf, row
+# major), contact flags (nc, 0/1), applied torques (nu)
+LIVE_FIELDS = ("tick", "t", "latency_us", "jitter_us", "missed")
 
 
 class RunLog:
@@ -189,6 +199,7 @@ class PlantServer:
         self.end_reason = "run ended"
         self.violation = ""  # the plant's invariant violation that ended the run, if any
         self.announce = announce
+        self.live = None  # the PUB socket of options.live
         self.t_built = time.perf_counter() if t_start is None else t_start
 
     # ------------------------------------------------------------------ messages
@@ -284,10 +295,17 @@ class PlantServer:
         try:
             self.sock.bind(o.bind)
             self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+            if o.live:
+                self.live = ctx.socket(zmq.PUB)
+                self.live.setsockopt(zmq.LINGER, 0)
+                self.live.setsockopt(zmq.SNDHWM, 1000)
+                self.live.bind(o.live)
             self._ready()
             return self._loop()
         finally:
             restore_handlers(old)
+            if self.live is not None:
+                self.live.close(linger=0)
             if self.client is not None:
                 self._send(self.client, P.encode_json(P.BYE, 0, self.state.t, {"reason": self.end_reason}))
             self.log.close()
@@ -407,6 +425,8 @@ class PlantServer:
             self.status[0] = P.STATUS_CODES.get(status.split(" ")[0], P.STATUS_CODES["damp"])
             self.log.tick((tick, self.state.t, time.time_ns(), round(jitter_us, 1), round(latency_us, 1), status,
                            int(command is None)), self.state, self.state.tau)
+            if self.live is not None:  # after the tick's work: never between STATE and COMMAND
+                self._publish(tick, latency_us, jitter_us, command is None)
             tick += 1
             t_sched += period
             if realtime and time.perf_counter() - t_sched > 10 * period:
@@ -419,6 +439,16 @@ class PlantServer:
             self._progress(tick, n_ticks, done=True)
             (Path(o.log_dir) / "plant_summary.json").write_text(json.dumps(summary, indent=1))
         return summary
+
+    def _publish(self, tick: int, latency_us: float, jitter_us: float, missed: bool) -> None:
+        """Send this tick's live record (LIVE_FIELDS, then the state) without blocking."""
+        s = self.state
+        record = np.concatenate(((tick, s.t, latency_us, jitter_us, float(missed)), s.q, s.v, s.force.ravel(),
+                                 s.contact, s.tau))
+        try:
+            self.live.send(record, flags=zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            self.counts["live_dropped"] += 1
 
     def _push_time(self) -> float:
         o = self.options

@@ -8,11 +8,12 @@ its MJCF (made from the same model) gives each body's capsules and spheres in th
 forces are arrows (1 mm per N, normal and tangential), the ground is the plane z = 0, ticks
 whose command came late (plant_ticks.csv `missed`) turn the time stamp red, and the MPC's plan
 of that tick (controller_horizon.npz, written by the controller client) is drawn as faded
-ghosts at a third, two thirds and the end of its horizon. The geometry is launch/drawing.py's;
+ghosts at a third, two thirds and the end of its horizon; the holes of a tracked plan
+(hopper-holes) are white pits in the ground. The geometry is launch/drawing.py's;
 a 3D robot is drawn from the side (world x-z): its skeleton, a line from each joint frame to
-its parent's (the MJCF's body tree), and its foot spheres; no meshes. The holes of a plan are not drawn (the
-plant's ground is flat). Frames are matplotlib (Agg) images piped to the ffmpeg that the
-`imageio-ffmpeg` wheel carries, H.264, real time at `fps` (default 30) divided by `slowmo`.
+its parent's (the MJCF's body tree), and its foot spheres; no meshes. Frames are matplotlib
+(Agg) images piped to the ffmpeg that the `imageio-ffmpeg` wheel carries, H.264, real time at
+`fps` (default 30) divided by `slowmo`.
 """
 from __future__ import annotations
 
@@ -40,6 +41,19 @@ def _place(drawing: RobotDrawing, q: np.ndarray, lines: list, circles: list | No
     return drawing.origins(q)[:, [0, 2]]
 
 
+def run_holes(scenario: dict) -> list[tuple[float, float, float]]:
+    """(centre x, semi-axis x, semi-axis z) in m of the holes of the plan a run tracked
+    (controller_options.plan, as the run resolved it); none without a plan or when its file is
+    not there any more."""
+    plan = (scenario.get("controller_options") or {}).get("plan")
+    if not plan or not Path(plan).is_file():
+        return []
+    from mpc.planning.hopper_holes import terrain_from_plan
+
+    terrain = terrain_from_plan(plan, required=False)
+    return [] if terrain is None else [(c, terrain.semi_x, terrain.semi_z) for c in terrain.centers]
+
+
 def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] = (1280, 720),
            progress: bool = True) -> dict:
     """Write folder/animation.mp4; returns {"path", "frames", "seconds", "render_s"}."""
@@ -48,7 +62,7 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Circle
+    from matplotlib.patches import Circle, Ellipse
 
     folder = Path(folder)
     if not (fps > 0 and slowmo > 0):
@@ -88,6 +102,9 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     ax.set_ylabel("z (m)")
     ax.axhline(0.0, color="0.3", lw=2)
     ax.axhspan(-1.0, 0.0, color="0.85")
+    for centre, semi_x, semi_z in run_holes(scenario):  # a tracked plan's holes: white pits, outlined
+        ax.add_patch(Ellipse((centre, 0.0), 2 * semi_x, 2 * semi_z, facecolor="white", edgecolor="0.4", ls="--",
+                             lw=1.5, zorder=1.5))
     n_caps = drawing.n_segments
     capsules = [ax.plot([], [], "-", color="tab:blue", lw=4, solid_capstyle="round")[0] for _ in range(n_caps)]
     spheres = [Circle((0, 0), r, color="tab:orange") for r in drawing.radii]

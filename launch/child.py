@@ -31,9 +31,11 @@ def serve(folder: Path) -> int:
     model = plant_robot(sc)  # with the scenario's mass, inertia, friction and ground errors
     plant = make_plant(sc.plant, model, plant_rate_hz=sc.plant_rate_hz, **sc.plant_options)
     q0 = sc.initial_configuration(model)
+    live = folder / "live_endpoint"  # written by `launch run --live`
     opts = ServerOptions(bind="tcp://127.0.0.1:*", mode=sc.mode, control_rate_hz=sc.control_rate_hz,
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
-                         log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis)
+                         log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis,
+                         live=live.read_text().strip() if live.exists() else None)
     PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start).run()
     return 0
 

@@ -78,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.scenario is None:
             raise ValueError("give a scenario (python -m launch run hopper) or --from-sweep DIR --episode K")
         sc = _overridden_scenario(args)
-    summary = run(sc, progress=not args.json)
+    summary = run(sc, progress=not args.json, live_port=args.live_port if args.live else None)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -326,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(docs/SWEEPS.md)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-animation", action="store_true", help="skip RUN_DIR/animation.mp4 (rendered after the run)")
+    p.add_argument("--live", action="store_true",
+                   help="stream the run to Foxglove while it goes (WebSocket server, ws://127.0.0.1:PORT)")
+    p.add_argument("--live-port", type=int, default=8765, help="port of --live's server (default %(default)s)")
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F",
                    help="animation F times slower than real time (default %(default)s)")
     p.set_defaults(func=cmd_run)

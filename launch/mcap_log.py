@@ -74,7 +74,6 @@ def write_mcap(folder: Path) -> dict:
     from mcap.writer import Writer
 
     from robots import numeric
-    from sim.protocol import actuated_joints, actuated_positions
 
     folder = Path(folder)
     _, model, traj = run_robot(folder)
@@ -85,7 +84,6 @@ def write_mcap(folder: Path) -> dict:
     t0_ns = int(first_wall) if first_wall else 0
     force = traj.get("force", np.zeros((n, model.nc, 1 + model.n_tangent)))
     contact = traj.get("contact", np.zeros((n, model.nc), bool))
-    joints_q, joints_v = actuated_positions(model), actuated_joints(model)
     out = folder / "run.mcap"
     with open(out, "wb") as f:
         writer = Writer(f)
@@ -98,32 +96,40 @@ def write_mcap(folder: Path) -> dict:
             t = float(traj["t"][k])
             wall = _num(_at(plant, "wall_ns", k))
             stamp = int(wall) if wall else t0_ns + int(t * 1e9)
-            q, v = traj["q"][k], traj["v"][k]
-            stamped = {"sec": stamp // 10**9, "nsec": stamp % 10**9}
-            transforms = [{"timestamp": stamped, "parent_frame_id": "world", "child_frame_id": body, **pose}
-                          for body, pose in zip(model.body_names, _frame_poses(model, fns.body_poses(q)))]
-            tau = traj["tau"][k]
-            messages = {
-                "/tf": {"transforms": transforms},
-                "/joint_states": {"t": t, "name": list(model.u_names),
-                                  "position": [_num(q[j]) for j in joints_q],
-                                  "velocity": [_num(v[j]) for j in joints_v],
-                                  "effort": [_num(x) for x in tau]},
-                "/contacts": {"t": t, "name": [c.name for c in model.contacts],
-                              "in_contact": [bool(c) for c in contact[k]],
-                              "normal_N": [_num(x) for x in force[k, :, 0]],
-                              "tangential_N": [_num(x) for x in force[k, :, 1]],
-                              **({"tangential_y_N": [_num(x) for x in force[k, :, 2]]} if force.shape[2] > 2 else {})},
-                "/timing": {"tick": k, "t": t, "latency_us": _num(_at(plant, "latency_us", k)),
-                            "jitter_us": _num(_at(plant, "jitter_us", k)), "status": str(_at(plant, "status", k) or ""),
-                            "missed": bool((_num(_at(plant, "missed", k)) or 0) > 0),
-                            "controller_tick_ms": _num(_at(ctrl, "tick_ms", k)), "solve_ms": _num(_at(ctrl, "solve_ms", k))},
-            }
+            timing = {"tick": k, "latency_us": _num(_at(plant, "latency_us", k)),
+                      "jitter_us": _num(_at(plant, "jitter_us", k)), "status": str(_at(plant, "status", k) or ""),
+                      "missed": bool((_num(_at(plant, "missed", k)) or 0) > 0),
+                      "controller_tick_ms": _num(_at(ctrl, "tick_ms", k)), "solve_ms": _num(_at(ctrl, "solve_ms", k))}
+            messages = tick_messages(model, fns, t, stamp, traj["q"][k], traj["v"][k], traj["tau"][k], contact[k],
+                                     force[k], timing)
             for topic, msg in messages.items():
                 writer.add_message(channels[topic], log_time=stamp, publish_time=stamp, sequence=k,
                                    data=json.dumps(msg).encode())
         writer.finish()
     return {"path": str(out), "ticks": n, "channels": sorted(SCHEMAS)}
+
+
+def tick_messages(model, fns, t: float, stamp_ns: int, q, v, tau, contact, force, timing: dict) -> dict:
+    """The JSON messages of one tick, per topic of SCHEMAS: body poses (/tf), joint states, contacts
+    and `timing` (tick, latency_us, jitter_us, status, missed, controller_tick_ms, solve_ms; None
+    where unknown). t: simulated time (s); stamp_ns: the transforms' timestamp (ns); fns:
+    `numeric(model)`. Shared by run.mcap and the live stream (launch/live.py)."""
+    from sim.protocol import actuated_joints, actuated_positions
+
+    stamped = {"sec": stamp_ns // 10**9, "nsec": stamp_ns % 10**9}
+    transforms = [{"timestamp": stamped, "parent_frame_id": "world", "child_frame_id": body, **pose}
+                  for body, pose in zip(model.body_names, _frame_poses(model, fns.body_poses(q)))]
+    return {
+        "/tf": {"transforms": transforms},
+        "/joint_states": {"t": t, "name": list(model.u_names),
+                          "position": [_num(q[j]) for j in actuated_positions(model)],
+                          "velocity": [_num(v[j]) for j in actuated_joints(model)],
+                          "effort": [_num(x) for x in tau]},
+        "/contacts": {"t": t, "name": [c.name for c in model.contacts], "in_contact": [bool(c) for c in contact],
+                      "normal_N": [_num(x) for x in force[:, 0]], "tangential_N": [_num(x) for x in force[:, 1]],
+                      **({"tangential_y_N": [_num(x) for x in force[:, 2]]} if force.shape[1] > 2 else {})},
+        "/timing": {"t": t, **timing},
+    }
 
 
 def _frame_poses(model, poses: np.ndarray) -> list[dict]:

@@ -52,12 +52,24 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True) -> dict:
-    """Run `scenario` closed loop over the bridge; return summary.json's content."""
+def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True,
+        live_port: int | None = None) -> dict:
+    """Run `scenario` closed loop over the bridge; return summary.json's content. live_port:
+    stream the run to Foxglove's WebSocket server on that port while it goes (launch/live.py)."""
     scenario.validate()
     # Ctrl-C and SIGTERM both end the run cleanly (explicit: a background job inherits SIGINT ignored)
     old_handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     folder = new_run_folder(scenario, runs_dir)
+    stream = None
+    if live_port is not None:
+        from robots import get_robot
+
+        from .live import LiveStream, live_endpoint
+
+        endpoint = live_endpoint()
+        (folder / "live_endpoint").write_text(endpoint)  # the plant child publishes there
+        stream = LiveStream(get_robot(scenario.robot), endpoint, port=live_port).start()
+        print(f"live: Foxglove WebSocket at ws://127.0.0.1:{live_port} (open it in Foxglove)", file=sys.stderr)
     plant = _spawn("serve", folder)
     controller = _spawn("control", folder)
     procs = [plant, controller]
@@ -91,6 +103,9 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
         if bar is not None:
             bar.stop()
         _stop(procs)
+        if stream is not None:
+            stream.stop()
+            print(f"live: {stream.messages} ticks streamed", file=sys.stderr)
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
     return finalize(folder, scenario, interrupted=interrupted, exit_codes=[p.returncode for p in procs])

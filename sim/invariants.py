@@ -66,14 +66,15 @@ class Invariants:
         self.model = model
         self.limit = check_penetration_limit(f"{model.name} plant", penetration_limit_m)
         self._fns = numeric(model, verbose=False)
+        self._gap_fn = self._fns.raw["contact_gap"]
         self._names = [c.name for c in model.contacts]
         self._nc = model.nc
         self._quaternions = model.floating_base
         self.reported = ""  # the violation already printed (printed once per reset)
 
     def gaps(self, q: np.ndarray) -> np.ndarray:
-        """The contacts' gaps phi(q), m."""
-        return np.asarray(self._fns.contact_gap(q), dtype=float).reshape(-1)
+        """The contacts' gaps phi(q), m (q: the plant's own nq floats; unvalidated call, ~2 us)."""
+        return np.atleast_1d(self._gap_fn(np.ascontiguousarray(q, dtype=np.float64)))
 
     def check(self, t: float, q: np.ndarray, v: np.ndarray, gaps: np.ndarray | None = None) -> str:
         """"" if every invariant holds at (t, q, v), else one line saying which failed first.

@@ -68,3 +68,19 @@ def test_the_mpc_plan_is_drawn_as_a_ghost(synthetic_run):
     ghost = _frames(render(synthetic_run, progress=False)["path"])[1]
     faded = lambda f: int(((f[..., 2] > 150) & (f[..., 0] > 120) & (f[..., 0] < 235)).sum())  # noqa: E731
     assert faded(ghost[10]) > faded(plain[10]) + 500
+
+
+def test_the_holes_of_a_tracked_plan_are_drawn(synthetic_run):
+    """A run that tracked a plan (controller_options.plan) shows the plan's holes as white pits
+    in the grey ground; the same run without a plan has none."""
+    import json
+
+    plain = _frames(render(synthetic_run, progress=False)["path"])[1][0]
+    plan = synthetic_run / "plan.npz"
+    np.savez(plan, hole_centers=np.array([0.3]), hole_semi_x=0.15, hole_semi_z=0.1)
+    scenario = json.loads((synthetic_run / "scenario.json").read_text())
+    scenario["controller_options"] = {"plan": str(plan)}
+    (synthetic_run / "scenario.json").write_text(json.dumps(scenario))
+    holed = _frames(render(synthetic_run, progress=False)["path"])[1][0]
+    white = lambda f: int((f.min(axis=-1) > 245).sum())  # noqa: E731
+    assert white(holed) > white(plain) + 500
