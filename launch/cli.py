@@ -14,6 +14,17 @@ import sys
 from typing import Sequence
 
 
+def _port(text: str) -> int:
+    """argparse type: a TCP port number 1..65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be in 1..65535, got {port}")
+    return port
+
+
 def robot_table(extra: Sequence[str] = ()) -> list[dict]:
     """One row per robot (registered and entry-point robots, then `extra` names or import
     paths): name, dim (2: planar, 3), nq, nv, nu, ncontacts (default parameters), source. A robot that cannot be
@@ -328,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-animation", action="store_true", help="skip RUN_DIR/animation.mp4 (rendered after the run)")
     p.add_argument("--live", action="store_true",
                    help="stream the run to Foxglove while it goes (WebSocket server, ws://127.0.0.1:PORT)")
-    p.add_argument("--live-port", type=int, default=8765, help="port of --live's server (default %(default)s)")
+    p.add_argument("--live-port", type=_port, default=8765, help="port of --live's server (default %(default)s)")
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F",
                    help="animation F times slower than real time (default %(default)s)")
     p.set_defaults(func=cmd_run)
@@ -393,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("view", help="serve a run folder's interactive 3D replay in the browser (viser)")
     p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default %(default)s)")
-    p.add_argument("--port", type=int, default=8080, help="port (default %(default)s)")
+    p.add_argument("--port", type=_port, default=8080, help="port (default %(default)s)")
     p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("mcap", help="write a run folder's run.mcap (for Foxglove): poses, joints, contacts, timing")

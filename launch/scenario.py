@@ -108,11 +108,16 @@ class Scenario:
 
         if self.push_axis not in PUSH_AXES:
             raise ValueError(f"scenario {self.name!r}: push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
-        if self.push_ns and ":" not in self.robot:  # a planar robot is pushed along one of its base coordinates
+        if ":" not in self.robot:  # a known robot: built here (cached), so that the run's processes cannot fail on it
             from robots import get_robot
+            from sim.registry import check_plant_for
 
             model = get_robot(self.robot)
-            if not model.floating_base and self.push_axis not in model.q_names:
+            try:
+                check_plant_for(self.plant, model)
+            except ValueError as err:
+                raise ValueError(f"scenario {self.name!r}: {err}") from None
+            if self.push_ns and not model.floating_base and self.push_axis not in model.q_names:
                 raise ValueError(f"scenario {self.name!r}: {model.name} is planar (x-z): it cannot be pushed along "
                                  f"{self.push_axis!r}; use push_axis 'x' or 'z'")
         if self.push_at_s is not None and not 0 < self.push_at_s < self.duration_s:

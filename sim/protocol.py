@@ -141,7 +141,7 @@ def require_planar(model: RobotModel, plant: str) -> None:
     """Raise ValueError if `model` is a 3D (floating-base) robot: the `plant` runs planar robots only."""
     if model.floating_base or model.nq != model.nv:
         raise ValueError(f"{model.name} is a 3D robot (floating base, nq {model.nq}, nv {model.nv}); the {plant} plant "
-                         "runs planar robots only: use the mujoco plant (--plant mujoco) for it")
+                         "runs planar robots only: use the ess or the mujoco plant (--plant ess|mujoco) for it")
 
 
 def checked_dt(model: RobotModel, dt) -> float:

@@ -4,6 +4,15 @@ from __future__ import annotations
 from robots.model import RobotModel
 
 PLANTS = ("ess", "nmdp", "hybrid", "mujoco")
+PLANAR_ONLY = ("nmdp", "hybrid")  # plants whose kernels assume nq == nv and one tangent per contact
+
+
+def check_plant_for(name: str, model: RobotModel) -> None:
+    """Raise ValueError (naming the plants that can) if plant `name` cannot run `model`."""
+    if name in PLANAR_ONLY:
+        from .protocol import require_planar
+
+        require_planar(model, {"nmdp": "NMDP"}.get(name, name))
 
 
 def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, **options):

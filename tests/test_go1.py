@@ -50,9 +50,13 @@ def test_go1_dropped_on_mujoco_comes_to_rest_at_its_standing_height():
 
 
 def test_planar_only_plants_refuse_3d_robots_by_name():
+    from launch.scenario import load_scenario
+
     for name in ("nmdp", "hybrid"):
-        with pytest.raises(ValueError, match="go1"):
+        with pytest.raises(ValueError, match="go1 is a 3D robot.*--plant ess|mujoco"):
             make_plant(name, GO1)
+        with pytest.raises(ValueError, match="scenario 'go1-stand': go1 is a 3D robot"):  # before any process starts
+            load_scenario("go1-stand").with_overrides(plant=name).validate()
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, database=None)
