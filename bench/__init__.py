@@ -14,6 +14,7 @@ from .mpc import bench_mpc_tick
 from .nmdp import bench_nmdp_stability
 from .plant3d import bench_plant3d
 from .plant_fuzz import bench_plant_fuzz
+from .sweep import bench_sweep_robustness, bench_sweep_throughput
 
 BENCHMARKS = {
     "bridge": (bench_bridge, "STATE -> COMMAND round trip over loopback TCP, quadruped-sized (RTT, exchanges/s)"),
@@ -28,5 +29,7 @@ BENCHMARKS = {
     "nmdp-stability": (bench_nmdp_stability, "quadruped trot 5 s at dt 1-50 ms: NMDP (pgm, zopgm) vs linearised MDP stability, consistency, cost vs MuJoCo (PNG under runs/bench/)"),
     "plant-fuzz": (bench_plant_fuzz, "random drops, gains and commands on every plant (ESS, NMDP, hybrid, MuJoCo): fall-throughs, escaped exceptions, resting penetration (--repeats N examples per plant, default 300; --full 10,000)"),
     "plant3d": (bench_plant3d, "go1 at a 1 ms period: per-step cost, real-time factor and resting height of ESS and NMDP against MuJoCo in one run"),
+    "sweep-throughput": (bench_sweep_throughput, "one sweep of 5 s hopper episodes (--repeats N, default 40) on 1 then 2 local Ray workers: episodes/s, speed-up, Ray's overhead per episode"),
+    "sweep-robustness": (bench_sweep_robustness, "the hopper's success rate vs push, mass error, friction, latency, sensor noise, 20 seeds a point (--repeats K seeds; 780 episodes, for a quiet machine)"),
     "sim-rtf": (bench_sim_rtf, "real-time factor of the ESS plant (hopper, quadruped) at a 1 ms command period"),
 }

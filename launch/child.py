@@ -23,11 +23,12 @@ def serve(folder: Path) -> int:
     """Run the plant server of the scenario in `folder`; logs go there."""
     t_start = time.perf_counter()
     from bridge.server import PlantServer, ServerOptions
-    from robots import get_robot
     from sim.registry import make_plant
 
+    from .model_errors import plant_robot
+
     sc = _scenario(folder)
-    model = get_robot(sc.robot)
+    model = plant_robot(sc)  # with the scenario's mass, inertia, friction and ground errors
     plant = make_plant(sc.plant, model, plant_rate_hz=sc.plant_rate_hz, **sc.plant_options)
     q0 = sc.initial_configuration(model)
     live = folder / "live_endpoint"  # written by `launch run --live`
@@ -60,8 +61,11 @@ def control(folder: Path) -> int:
     from mpc.controllers import make_controller
     from robots import get_robot
 
+    from .model_errors import with_model_errors
+
     sc = _scenario(folder)
-    controller = make_controller(sc.controller, get_robot(sc.robot), **sc.controller_options)
+    # the nominal robot; sensor noise and command latency between it and the plant
+    controller = with_model_errors(make_controller(sc.controller, get_robot(sc.robot), **sc.controller_options), sc)
     endpoint = wait_for_endpoint(folder)
     if not endpoint:
         print("controller: the plant never published its endpoint", file=sys.stderr)

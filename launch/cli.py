@@ -4,6 +4,7 @@
     python -m launch demo                   the main job (what exists so far, said plainly)
     python -m launch bench <name> [--json]  reproducible benchmarks (`bench --list`)
     python -m launch plan <scenario> [--json] offline time-freezing/FESD plan (hopper-holes, particle)
+    python -m launch sweep <scenario> --vary FIELD=START:STOP:N [--seeds K] [--json]  Monte Carlo sweep on Ray
 """
 from __future__ import annotations
 
@@ -79,17 +80,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario closed loop (plant and controller processes over the bridge)."""
     from .run import run
     from .runfolder import run_failure
-    from .scenario import load_scenario
 
     if not args.slowmo > 0:
         raise ValueError(f"--slowmo must be > 0, got {args.slowmo}")
-    sc = load_scenario(args.scenario)
-    if args.robot is not None and args.robot != sc.robot:
-        sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
-    if args.controller is not None and args.controller != sc.controller:
-        sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
-    sc = sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
-                           push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate()
+    if args.from_sweep is not None or args.episode is not None:
+        sc = _sweep_episode_scenario(args)
+    else:
+        if args.scenario is None:
+            raise ValueError("give a scenario (python -m launch run hopper) or --from-sweep DIR --episode K")
+        sc = _overridden_scenario(args)
     summary = run(sc, progress=not args.json, live_port=args.live_port if args.live else None)
     if args.json:
         print(json.dumps(summary))
@@ -105,6 +104,73 @@ def cmd_run(args: argparse.Namespace) -> int:
     if failure:
         print(f"error: {failure}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _overridden_scenario(args: argparse.Namespace):
+    """The named scenario with `launch run`'s overrides (--duration, --robot, --push, ...), validated."""
+    from .scenario import load_scenario
+
+    sc = load_scenario(args.scenario)
+    if args.robot is not None and args.robot != sc.robot:
+        sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
+    if args.controller is not None and args.controller != sc.controller:
+        sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
+    import dataclasses
+
+    from .sweep_spec import parse_set
+
+    sc = dataclasses.replace(sc, **dict(parse_set(text) for text in args.set))  # None kept: friction_mu=none
+    return sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
+                             push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate()
+
+
+def _sweep_episode_scenario(args: argparse.Namespace):
+    """Episode K's exact scenario from the sweep folder DIR (--from-sweep DIR --episode K)."""
+    from .sweep_spec import load_spec
+
+    if args.from_sweep is None or args.episode is None:
+        raise ValueError("--from-sweep DIR and --episode K go together (K: a row's `episode` in DIR/episodes.csv)")
+    given = [flag for flag, value in (("SCENARIO", args.scenario), ("--set", args.set or None),
+                                      ("--duration", args.duration),
+                                      ("--mode", args.mode), ("--robot", args.robot), ("--plant", args.plant),
+                                      ("--controller", args.controller), ("--push", args.push),
+                                      ("--push-axis", args.push_axis), ("--push-at", args.push_at))
+             if value is not None]
+    if given:
+        raise ValueError(f"--from-sweep replays episode {args.episode} exactly as the sweep ran it; drop "
+                         f"{', '.join(given)}")
+    return load_spec(args.from_sweep).scenario(args.episode).validate()
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run a Monte Carlo sweep of closed-loop episodes on Ray (docs/SWEEPS.md); print its summary."""
+    from .sweep import run_sweep
+    from .sweep_spec import SweepSpec
+
+    spec = None
+    if args.scenario is not None:
+        spec = SweepSpec.from_args(args.scenario, args.vary, seeds=args.seeds, duration_s=args.duration,
+                                   sets=args.set)
+    elif args.resume is None:
+        raise ValueError("give a scenario to sweep (python -m launch sweep hopper --vary push=0:4:3) or --resume DIR")
+    elif args.vary or args.set or args.seeds != 1 or args.duration is not None:
+        raise ValueError("--resume DIR finishes the sweep its sweep.json describes; give the scenario and --vary, "
+                         "--seeds, --duration, --set exactly as before, or none of them")
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):  # Ray's own messages (a worker died, ...) stay off stdout
+        summary = run_sweep(spec, resume=args.resume, workers=args.workers, address=args.address, progress=True)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        from .sweep_report import format_summary
+
+        print(format_summary(summary))
+    if summary["interrupted"] or summary["episodes_missing"]:
+        print(f"{summary['episodes_missing']} episodes not run; finish them with: python -m launch sweep --resume "
+              f"{summary['sweep_dir']}", file=sys.stderr)
+        return 130 if summary["interrupted"] else 1
     return 0
 
 
@@ -252,7 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the main job (what `make demo` runs)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("run", help="run a scenario closed loop over the bridge (plant + controller processes)")
-    p.add_argument("scenario", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
+    p.add_argument("scenario", nargs="?", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
+    p.add_argument("--from-sweep", metavar="DIR", help="replay an episode of the sweep folder DIR (with --episode)")
+    p.add_argument("--episode", type=int, metavar="K", help="the episode of --from-sweep DIR to replay")
     p.add_argument("--duration", type=float, help="simulated seconds")
     p.add_argument("--mode", choices=("lockstep", "realtime"), help="override the scenario's mode")
     p.add_argument("--robot", help="override the robot: a name (python -m launch robots) or an import path "
@@ -264,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--push-axis", choices=("x", "y", "z"), default=None,
                    help="direction of the push: x (default) or y horizontal (y: 3D robots), z vertical (up)")
     p.add_argument("--push-at", type=float, default=None, metavar="S", help="time of the push, s (default: mid-run)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change a scenario field, e.g. a model error: mass_scale=1.2, command_latency_ticks=1 "
+                        "(docs/SWEEPS.md)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-animation", action="store_true", help="skip RUN_DIR/animation.mp4 (rendered after the run)")
     p.add_argument("--live", action="store_true",
@@ -272,6 +343,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slowmo", type=float, default=1.0, metavar="F",
                    help="animation F times slower than real time (default %(default)s)")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("sweep", help="Monte Carlo sweep of closed-loop episodes on Ray (docs/SWEEPS.md)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run every combination of the varied scenario fields times K seeds, each episode "
+                                   "a lockstep closed loop in one Ray task (one CPU); write runs/<stamp>-sweep-"
+                                   "<scenario>/ with episodes.csv (rows as they arrive), episodes.parquet, "
+                                   "summary.json (success rates with Wilson 95 % intervals) and plots.",
+                       epilog="FIELD: a scenario field (launch/scenario.py) or a short name: push=push_ns, "
+                              "push_at=push_at_s,\ndrop=drop_m, duration=duration_s, latency=command_latency_ticks. "
+                              "Example:\n  python -m launch sweep hopper --vary push=0:4:3 --seeds 2 --duration 3 --json")
+    p.add_argument("scenario", nargs="?", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
+    p.add_argument("--vary", action="append", default=[], metavar="FIELD=START:STOP:N",
+                   help="N evenly spaced values of FIELD from START to STOP (or FIELD=A,B,C); repeat for more fields")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change FIELD for every episode (e.g. sensor_noise_q=0.001)")
+    p.add_argument("--seeds", type=int, default=1, metavar="K", help="episodes per point, seeds seed..seed+K-1 "
+                                                                       "(default %(default)s)")
+    p.add_argument("--duration", type=float, metavar="S", help="simulated seconds per episode")
+    p.add_argument("--workers", type=int, metavar="N", help="CPUs of the local Ray (default: this machine's cores)")
+    p.add_argument("--address", metavar="ADDR", help="run on an existing Ray cluster: auto, HOST:PORT of its head, "
+                                                     "or ray://HOST:PORT (Ray client)")
+    p.add_argument("--resume", metavar="DIR", help="run only the episodes missing from the sweep folder DIR")
+    p.add_argument("--json", action="store_true", help="print summary.json (progress stays on stderr)")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser(
         "serve-plant", help="run a plant alone for an outside controller",
         formatter_class=argparse.RawDescriptionHelpFormatter,

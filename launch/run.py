@@ -111,6 +111,21 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
     return finalize(folder, scenario, interrupted=interrupted, exit_codes=[p.returncode for p in procs])
 
 
+def task_targets(scenario: Scenario) -> dict:
+    """The task's targets a run is measured against: "apex_height" (m) and "vx" (m/s) where the
+    controller has them (the MPC's options or defaults), {} for the PD stand and plan tracking."""
+    targets = scenario.controller_options if scenario.controller == "mpc" else {}
+    if scenario.controller_options.get("plan"):
+        return {}  # a plan has no apex or speed target
+    if scenario.controller == "mpc" and scenario.controller_options.get("stand"):
+        return {"vx": 0.0}  # a stand task (mpc.tasks)
+    if scenario.controller == "mpc" and scenario.robot == "hopper":
+        return {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
+    if scenario.controller == "mpc":
+        return {"vx": 0.3, **targets}
+    return dict(targets)
+
+
 def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exit_codes=()) -> dict:
     """Merge the two processes' logs into summary.json and draw the plots."""
     from robots import get_robot
@@ -127,15 +142,7 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     q0_z = model.q0[model.q_names.index(z_name)] if z_name in model.q_names else None
     metrics = task_metrics(folder, q0_z)
     ctrl = read_csv(folder / "controller_ticks.csv")
-    targets = scenario.controller_options if scenario.controller == "mpc" else {}
-    if scenario.controller_options.get("plan"):
-        targets = {}  # a plan has no apex or speed target
-    elif scenario.controller == "mpc" and scenario.controller_options.get("stand"):
-        targets = {"vx": 0.0}  # a stand task (mpc.tasks)
-    elif scenario.controller == "mpc" and scenario.robot == "hopper":
-        targets = {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
-    elif scenario.controller == "mpc":
-        targets = {"vx": 0.3, **targets}
+    targets = task_targets(scenario)
     comp = ctrl.get("complementarity")
     summary = {
         "ticks": plant["ticks"],

@@ -103,26 +103,34 @@ def base_names(names: list[str]) -> tuple[str, str]:
 
 
 def task_metrics(folder: Path, q0_z: float | None) -> dict:
-    """fell, apex heights (m) and mean forward speed (m/s). fell: once the base has reached half
-    its nominal height q0_z (at the start, or after standing up from lying), it drops below it
-    again, or (floating base) tilts by more than MAX_TILT_RAD in roll or pitch."""
+    """fell, apex heights (m) and mean forward speed (m/s) of a run folder's trajectory
+    (`trajectory_metrics`)."""
     traj = trajectory(folder)
-    names = list(traj["q_names"])
+    return trajectory_metrics(traj["t"], traj["q"], traj["contact"], list(traj["q_names"]), q0_z)
+
+
+def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_names: list[str],
+                       q0_z: float | None) -> dict:
+    """From logged ticks (t in s, q (ticks, nq), contact (ticks, nc)): fell, apex_height_m (mean
+    height of the airborne peaks of the base, m) and vx_mps (mean forward speed, m/s); None where
+    the robot has no such coordinate. fell: once the base has reached half its nominal height
+    q0_z (at the start, or after standing up from lying), it drops below it again, or (floating
+    base) tilts by more than MAX_TILT_RAD in roll or pitch."""
     out = {"fell": False, "apex_height_m": None, "vx_mps": None}
-    x_name, z_name = base_names(names)
-    if z_name in names and traj["q"].size:
-        z = traj["q"][:, names.index(z_name)]
+    x_name, z_name = base_names(q_names)
+    if z_name in q_names and q.size:
+        z = q[:, q_names.index(z_name)]
         if q0_z is not None:
             up = np.flatnonzero(z >= 0.5 * q0_z)
             out["fell"] = bool(up.size == 0 or np.any(z[up[0]:] < 0.5 * q0_z))
         if z_name == "base_z":
-            out["fell"] = out["fell"] or bool(np.any(tilt_angle(traj["q"][:, 3:7]) > MAX_TILT_RAD))
-        airborne = ~traj["contact"].any(axis=1)
+            out["fell"] = out["fell"] or bool(np.any(tilt_angle(q[:, 3:7]) > MAX_TILT_RAD))
+        airborne = ~contact.any(axis=1)
         peaks = [z[i] for i in range(1, len(z) - 1) if airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
         out["apex_height_m"] = float(np.mean(peaks)) if peaks else None
-    if x_name in names and traj["t"].size > 1:
-        x = traj["q"][:, names.index(x_name)]
-        out["vx_mps"] = float((x[-1] - x[0]) / (traj["t"][-1] - traj["t"][0]))
+    if x_name in q_names and t.size > 1:
+        x = q[:, q_names.index(x_name)]
+        out["vx_mps"] = float((x[-1] - x[0]) / (t[-1] - t[0]))
     return out
 
 

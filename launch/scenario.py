@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,14 @@ class Scenario:
     push_ns: impulse on the base, N s (0 = none), along push_axis ("x", "y" horizontal, "z"
     vertical) at push_at_s (None: mid-run). start_pose: "" starts from the robot's nominal q0;
     a name of the robot's params["poses"] (e.g. "lying" for the 3D quadrupeds) starts from
-    those joint angles, the base level and resting on its lowest contact."""
+    those joint angles, the base level and resting on its lowest contact.
+
+    Plant-side model errors (launch/model_errors.py; the controller's model stays nominal):
+    mass_scale and inertia_scale multiply the plant robot's masses and rotational inertias,
+    friction_mu replaces its friction coefficient (None: the robot's own), ground_stiffness_scale
+    multiplies its contact stiffness; command_latency_ticks delays every command by that many
+    control ticks; sensor_noise_q (m, rad) and sensor_noise_v (m/s, rad/s) are the standard
+    deviations of Gaussian noise on the q and v the controller sees, drawn from `seed`."""
 
     name: str
     robot: str
@@ -46,6 +54,13 @@ class Scenario:
     push_axis: str = "x"
     push_at_s: float | None = None
     start_pose: str = ""
+    mass_scale: float = 1.0
+    inertia_scale: float = 1.0
+    friction_mu: float | None = None
+    ground_stiffness_scale: float = 1.0
+    command_latency_ticks: int = 0
+    sensor_noise_q: float = 0.0
+    sensor_noise_v: float = 0.0
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
 
@@ -110,6 +125,7 @@ class Scenario:
                              f"got {self.push_at_s}")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
+        _check_model_errors(self)
         plan = self.controller_options.get("plan")
         if plan is not None:  # checked here, before the run: the controller's child process would only die on it
             from mpc.plan_transcription import require_plan_file
@@ -143,6 +159,40 @@ class Scenario:
     def from_json(cls, text: str) -> "Scenario":
         """Inverse of to_json."""
         return cls(**json.loads(text))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_model_errors(sc: Scenario) -> None:
+    """Raise ValueError naming a bad model-error field (launch/model_errors.py) and its range."""
+    from .model_errors import COMPLIANT_PLANTS, MAX_LATENCY_TICKS, MAX_SCALE, plant_robot_params
+
+    for name in ("mass_scale", "inertia_scale", "ground_stiffness_scale"):
+        value = getattr(sc, name)
+        if not (_is_number(value) and 0 < value <= MAX_SCALE):
+            raise ValueError(f"scenario {sc.name!r}: {name} must be a factor in (0, {MAX_SCALE}] (1 = nominal), "
+                             f"got {value!r}")
+    if sc.friction_mu is not None and not (_is_number(sc.friction_mu) and sc.friction_mu >= 0):
+        raise ValueError(f"scenario {sc.name!r}: friction_mu must be a friction coefficient >= 0 "
+                         f"(or None for the robot's own), got {sc.friction_mu!r}")
+    latency = sc.command_latency_ticks
+    if not (isinstance(latency, int) and not isinstance(latency, bool) and 0 <= latency <= MAX_LATENCY_TICKS):
+        raise ValueError(f"scenario {sc.name!r}: command_latency_ticks must be a whole number of control ticks in "
+                         f"[0, {MAX_LATENCY_TICKS}], got {latency!r}")
+    for name in ("sensor_noise_q", "sensor_noise_v"):
+        value = getattr(sc, name)
+        if not (_is_number(value) and value >= 0):
+            raise ValueError(f"scenario {sc.name!r}: {name} must be a standard deviation >= 0, got {value!r}")
+    if sc.ground_stiffness_scale != 1.0 and sc.plant not in COMPLIANT_PLANTS:
+        raise ValueError(f"scenario {sc.name!r}: ground_stiffness_scale changes the compliant contacts of the "
+                         f"{', '.join(COMPLIANT_PLANTS)} plant; plant {sc.plant!r} has its own contact model "
+                         "(rigid, or MuJoCo's soft contact): leave ground_stiffness_scale at 1")
+    try:
+        plant_robot_params(sc)  # the robot must have the parameters the errors change
+    except ValueError as err:
+        raise ValueError(f"scenario {sc.name!r}: {err}") from None
 
 
 def _check_robot(scenario: str, robot: str) -> None:

@@ -6,6 +6,9 @@ noise. `python -m launch run` is the real two-process loop.
 
     log = run_in_process(plant, controller, duration_s=2.0, q0=q0)
     log["q"] (ticks, nq), log["contact"], log["rows"] (controller records per tick)
+
+Like the plant server, the loop ends early when the plant reports a broken invariant
+(PlantState.violation); log["violation"] says which ("" when the run went to its end).
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
                    control_rate_hz: float = 100.0, push_ns: float = 0.0, push_at_s: float | None = None,
                    push_axis: str = "x") -> dict:
     """Run `controller` on `plant` for duration_s simulated seconds; returns the logged arrays
-    (t, q, v, contact) and per-tick controller rows (phases in ms plus tick_info fields).
+    (t, q, v, contact), per-tick controller rows (phases in ms plus tick_info fields) and the
+    plant's violation ("" unless the plant left physics, which ends the loop after that tick).
     push_ns: impulse (N s) on the base along push_axis ("x" or "z") at push_at_s (default mid-run)."""
     if not duration_s > 0 or not control_rate_hz > 0:
         raise ValueError(f"duration_s and control_rate_hz must be > 0, got {duration_s}, {control_rate_hz}")
@@ -32,6 +36,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
     prepare = getattr(controller, "prepare", None)
     info = getattr(controller, "tick_info", None)
     log = {"t": [], "q": [], "v": [], "contact": [], "rows": []}
+    violation = ""
     for _ in range(int(round(duration_s / period))):
         t0 = time.perf_counter()
         cmd, phases = controller.compute(state.t, state.q, state.v, state.contact)
@@ -47,4 +52,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
             pushed = True
         for key in ("t", "q", "v", "contact"):
             log[key].append(np.copy(getattr(state, key)))
-    return {k: (np.asarray(v) if k != "rows" else v) for k, v in log.items()}
+        if state.violation:
+            violation = state.violation
+            break
+    return {**{k: (np.asarray(v) if k != "rows" else v) for k, v in log.items()}, "violation": violation}

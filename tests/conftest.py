@@ -47,3 +47,16 @@ def synthetic_run(tmp_path):
     rows = "\n".join(f"{k},{m}" for k, m in enumerate(missed))
     (tmp_path / "plant_ticks.csv").write_text("tick,missed\n" + rows + "\n")
     return tmp_path
+
+
+@pytest.fixture()
+def slow_hopper(tmp_path):
+    """A hopper scenario file whose MPC sleeps 10 ms every tick (an episode of d s of simulated time
+    takes at least d s of wall time, whatever the machine), for tests that must catch a sweep in
+    the middle."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "launch/scenarios/hopper.toml").read_text()
+    path = tmp_path / "slow-hopper.toml"
+    path.write_text(text.replace('name = "hopper"', 'name = "slow-hopper"') + "inject_delay_s = 0.01\n")
+    return path
