@@ -19,14 +19,20 @@ from .runfolder import base_names, holes_metrics, worst_complementarity, latency
 from .scenario import Scenario
 
 
-def new_run_folder(scenario: Scenario, runs_dir: str | Path = "runs") -> Path:
-    """runs/<YYYYmmdd-HHMMSS>-<name>/ (suffixed if it exists), with scenario.json written."""
+def new_folder(runs_dir: str | Path, name: str) -> Path:
+    """A new folder runs_dir/<YYYYmmdd-HHMMSS>-<name>/ (suffixed -1, -2... if it exists)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(runs_dir) / f"{stamp}-{scenario.name}"
+    base = Path(runs_dir) / f"{stamp}-{name}"
     folder, i = base, 1
     while folder.exists():
         folder, i = Path(f"{base}-{i}"), i + 1
     folder.mkdir(parents=True)
+    return folder
+
+
+def new_run_folder(scenario: Scenario, runs_dir: str | Path = "runs") -> Path:
+    """runs/<YYYYmmdd-HHMMSS>-<name>/ (suffixed if it exists), with scenario.json written."""
+    folder = new_folder(runs_dir, scenario.name)
     (folder / "scenario.json").write_text(scenario.to_json())
     return folder
 

@@ -96,12 +96,9 @@ def versions() -> dict:
 
 def new_sweep_folder(spec: SweepSpec, runs_dir: str | Path = "runs") -> Path:
     """runs/<YYYYmmdd-HHMMSS>-sweep-<scenario>/ (suffixed if it exists), with sweep.json."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(runs_dir) / f"{stamp}-sweep-{spec.base.name}"
-    folder, i = base, 1
-    while folder.exists():
-        folder, i = Path(f"{base}-{i}"), i + 1
-    folder.mkdir(parents=True)
+    from .run import new_folder
+
+    folder = new_folder(runs_dir, f"sweep-{spec.base.name}")
     meta = {"kind": "legmpc sweep", "format": 1, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "spec": spec.to_json(), "columns": sweep_report.columns(spec.vary), "versions": versions(),
             "invocations": []}
