@@ -8,13 +8,12 @@ joint PD.
     python bridge/examples/pd_hopper.py tcp://127.0.0.1:5555 --ticks 300
 """
 import argparse
-import json
 import sys
 
 import numpy as np
 import zmq
 
-from wire import BYE, CONFIG, ERROR, STATE, command, hello, parse
+from wire import command, control_loop, hello
 
 
 def main():
@@ -29,33 +28,21 @@ def main():
     sock.setsockopt(zmq.ROUTING_ID, b"pd-example")  # our own id: a dropped link reconnects into the session
     sock.connect(args.endpoint)
     sock.send_multipart(hello("pd_hopper example"))
-    joints = q_des = None
-    sent = 0
-    while args.ticks == 0 or sent < args.ticks:
-        if not sock.poll(10000):
-            print("plant silent for 10 s, giving up", file=sys.stderr)
-            return 3
-        msg_type, seq, t, arrays = parse(sock.recv_multipart())
-        if msg_type == CONFIG:
-            cfg = json.loads(bytes(arrays[0]))
-            joints = cfg["q_index"]  # where each actuated joint sits in q
-            q_des = np.array(cfg["q0"])[joints]
-            height = cfg["q_names"].index("base_z" if cfg["floating_base"] else "z")
-            print(f"connected to {cfg['robot']} ({cfg['mode']}, {cfg['control_rate_hz']} Hz)", file=sys.stderr)
-        elif msg_type == STATE and joints is not None:
-            q = arrays[0]
-            n = len(joints)
-            sock.send_multipart(command(seq, t, np.zeros(n), q_des, np.zeros(n), np.full(n, args.kp),
-                                        np.full(n, args.kd)))
-            sent += 1
-            if sent % 100 == 0:
-                print(f"t={t:.2f}s base height {q[height]:.3f} m", file=sys.stderr)
-        elif msg_type == ERROR:
-            print("plant says:", json.loads(bytes(arrays[0])), file=sys.stderr)
-        elif msg_type == BYE:
-            break
-    print(f"sent {sent} commands", file=sys.stderr)
-    return 0
+    setup = {}
+
+    def on_config(cfg):
+        setup["joints"] = joints = cfg["q_index"]  # where each actuated joint sits in q
+        setup["q_des"] = np.array(cfg["q0"])[joints]
+        setup["height"] = cfg["q_names"].index("base_z" if cfg["floating_base"] else "z")
+        print(f"connected to {cfg['robot']} ({cfg['mode']}, {cfg['control_rate_hz']} Hz)", file=sys.stderr)
+
+    def on_state(seq, t, arrays):
+        q, n = arrays[0], len(setup["joints"])
+        if seq % 100 == 0:
+            print(f"t={t:.2f}s base height {q[setup['height']]:.3f} m", file=sys.stderr)
+        return command(seq, t, np.zeros(n), setup["q_des"], np.zeros(n), np.full(n, args.kp), np.full(n, args.kd))
+
+    return 0 if control_loop(sock, on_config, on_state, args.ticks) is not None else 3
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The wire format of docs/PROTOCOL.md (version 2) in 40 lines of numpy and struct, for the
+"""The wire format of docs/PROTOCOL.md (version 2) in numpy and struct, and the answering loop, for the
 stand-alone example controllers beside it (no import of this project)."""
 import json
 import struct
@@ -44,3 +44,32 @@ def parse(frames):
         dtype = {F8: "<f8", U1: "u1", I8: "<i8"}[code]
         arrays.append(np.frombuffer(frames[1 + i], dtype=dtype).reshape((d0, d1)[:ndim]))
     return msg_type, seq, t, arrays
+
+
+def control_loop(sock, on_config, on_state, ticks=0):
+    """Answer the plant until BYE (or `ticks` commands): CONFIG -> on_config(cfg dict); STATE ->
+    on_state(seq, t, arrays) returns a COMMAND's frames (or None to skip); ERROR is printed.
+    Returns the number of commands sent (None if the plant fell silent for 10 s)."""
+    import sys
+
+    sent = 0
+    configured = False
+    while ticks == 0 or sent < ticks:
+        if not sock.poll(10000):
+            print("plant silent for 10 s, giving up", file=sys.stderr)
+            return None
+        msg_type, seq, t, arrays = parse(sock.recv_multipart())
+        if msg_type == CONFIG:
+            on_config(json.loads(bytes(arrays[0])))
+            configured = True
+        elif msg_type == STATE and configured:
+            frames = on_state(seq, t, arrays)
+            if frames is not None:
+                sock.send_multipart(frames)
+                sent += 1
+        elif msg_type == ERROR:
+            print("plant says:", json.loads(bytes(arrays[0])), file=sys.stderr)
+        elif msg_type == BYE:
+            break
+    print(f"sent {sent} commands", file=sys.stderr)
+    return sent
