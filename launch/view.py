@@ -8,7 +8,8 @@ serves the scene and its controls; we picked it over meshcat because it ships GU
 trace need no front-end code. The page shows, at the time the scrubber selects:
 
 - the robot, from launch/drawing.py (the same geometry as animation.mp4, in 3D): links as line
-  segments, feet as spheres, on a ground grid;
+  segments, feet as spheres, on a ground grid; for the URDF quadrupeds also the URDF's visual
+  meshes (`robots.urdf.visual_meshes`, loaded once, a few seconds), each moved with its body;
 - the contact forces as red segments from each foot (1 mm per N);
 - the MPC's predicted horizon of that tick (controller_horizon.npz, when the run has it) as
   faded copies of the robot at a third, two thirds and the end of the horizon;
@@ -72,6 +73,17 @@ class RunViewer:
         self.feet = [s.scene.add_icosphere(f"/robot/foot_{i}", radius=float(r), color=(240, 140, 30), position=c)
                      for i, (c, r) in enumerate(zip(centres, radii))]
         self.forces = s.scene.add_line_segments("/robot/forces", self._force_segments(0), FORCE_RGB, thickness=0.006)
+        self.meshes = []
+        from robots.urdf import EXAMPLE_ROBOTS
+
+        if m.floating_base and m.name in EXAMPLE_ROBOTS:
+            from robots.urdf import visual_meshes
+
+            print(f"view: loading {m.name}'s visual meshes", flush=True)
+            for k, mesh in enumerate(visual_meshes(m.name)):
+                handle = s.scene.add_mesh_simple(f"/robot/mesh_{k}", mesh.vertices.astype(np.float32),
+                                                 mesh.faces.astype(np.uint32), color=(170, 170, 180), opacity=0.85)
+                self.meshes.append((mesh, handle))
         self.ghosts = []
         if self.horizon is not None:
             h = self.horizon.shape[1]
@@ -118,6 +130,15 @@ class RunViewer:
             for handle, centre in zip(self.feet, self.drawing.spheres(q)[0]):
                 handle.position = centre
             self.forces.points = self._force_segments(k)
+            if self.meshes:
+                from scipy.spatial.transform import Rotation
+
+                poses = self.drawing.fns.body_poses(q)
+                for mesh, handle in self.meshes:
+                    R, p = poses[mesh.body, 3:12].reshape(3, 3), poses[mesh.body, 0:3]
+                    Ro, po = mesh.placement
+                    x, y, z, w = Rotation.from_matrix(R @ Ro).as_quat()
+                    handle.position, handle.wxyz = p + R @ po, (w, x, y, z)
             if self.horizon is not None:
                 plan = self.horizon[min(k + 1, len(self.horizon) - 1)]  # STATE k + 1 carried tick k's plan
                 for handle, stage in zip(self.ghosts, self.stages):

@@ -184,3 +184,41 @@ def mujoco_state(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     qpos[3:7] = (w, x, y, z)
     qvel[0:3] = Rotation.from_quat(q[3:7]).as_matrix() @ v[0:3]
     return qpos, qvel
+
+
+@dataclass(frozen=True)
+class VisualMesh:
+    """One visual mesh of a URDF: the body it moves with (index into UrdfTree.bodies), its
+    placement (R, p) in that body's joint frame, and its triangles: vertices (V x 3, m, scaled)
+    and faces (F x 3 vertex indices)."""
+
+    body: int
+    placement: tuple
+    vertices: np.ndarray
+    faces: np.ndarray
+
+
+def visual_meshes(robot: str) -> list[VisualMesh]:
+    """The visual meshes of `robot` (a name of EXAMPLE_ROBOTS), as pinocchio's URDF parser loads
+    them (its package path is the share folder of example-robot-data); geometries that are not
+    meshes (boxes, cylinders...) are left out. For drawing only (launch/view.py)."""
+    import pinocchio as pin
+
+    if robot not in EXAMPLE_ROBOTS:
+        raise ValueError(f"visual meshes come from example-robot-data's robots {sorted(EXAMPLE_ROBOTS)}, "
+                         f"not {robot!r}")
+    path = example_robot_path(EXAMPLE_ROBOTS[robot][0])
+    share = next(p for p in path.parents if p.name == "share")  # package://example-robot-data/... resolves here
+    model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    geometry = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.VISUAL, package_dirs=[str(share)])
+    out = []
+    for obj in geometry.geometryObjects:
+        geo = obj.geometry
+        if not hasattr(geo, "num_tris") or not geo.num_tris:
+            continue
+        vertices = np.array(geo.vertices(), dtype=float).reshape(-1, 3) * np.asarray(obj.meshScale)
+        faces = np.array([[t[0], t[1], t[2]] for t in (geo.tri_indices(i) for i in range(geo.num_tris))],
+                         dtype=np.int64)
+        out.append(VisualMesh(int(obj.parentJoint) - 1, (obj.placement.rotation.copy(),
+                                                          obj.placement.translation.copy()), vertices, faces))
+    return out

@@ -113,3 +113,21 @@ def test_the_3d_doc_example_runs(capsys):
     quat, norm = out[2].rsplit(" ", 1)
     np.testing.assert_allclose(ast.literal_eval(quat), [np.sin(0.05), 0.0, 0.0, np.cos(0.05)], atol=1e-4)
     assert abs(float(norm) - 1.0) < 1e-12
+
+
+def test_visual_meshes_come_from_the_urdf_and_sit_on_their_bodies():
+    """robots.urdf.visual_meshes (what `launch view` draws): go1's meshes load through pinocchio's
+    parser; each belongs to a body of the tree and, placed at q0, lies within the robot's reach."""
+    from robots.urdf import visual_meshes
+
+    model = get_robot("go1")
+    meshes = visual_meshes("go1")
+    assert len(meshes) >= 13 and all(0 <= m.body < len(model.body_names) for m in meshes)
+    poses = numeric(model).body_poses(model.q0)
+    for mesh in meshes:
+        assert mesh.faces.max() < len(mesh.vertices) and mesh.faces.shape[1] == 3
+        R, p = poses[mesh.body, 3:12].reshape(3, 3), poses[mesh.body, 0:3]
+        world = (R @ (mesh.placement[0] @ mesh.vertices.T + mesh.placement[1][:, None])).T + p
+        assert world[:, 2].min() > -0.05 and np.abs(world[:, :2]).max() < 0.5  # on and above the ground, near the base
+    with pytest.raises(ValueError, match="example-robot-data"):
+        visual_meshes("hopper")
