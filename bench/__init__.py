@@ -30,6 +30,6 @@ BENCHMARKS = {
     "plant-fuzz": (bench_plant_fuzz, "random drops, gains and commands on every plant (ESS, NMDP, hybrid, MuJoCo): fall-throughs, escaped exceptions, resting penetration (--repeats N examples per plant, default 300; --full 10,000)"),
     "plant3d": (bench_plant3d, "go1 at a 1 ms period: per-step cost, real-time factor and resting height of ESS and NMDP against MuJoCo in one run"),
     "sweep-throughput": (bench_sweep_throughput, "one sweep of 5 s hopper episodes (--repeats N, default 40) on 1 then 2 local Ray workers: episodes/s, speed-up, Ray's overhead per episode"),
-    "sweep-robustness": (bench_sweep_robustness, "the hopper's success rate vs push, mass error, friction, latency, sensor noise, 20 seeds a point (--repeats K seeds; 780 episodes, for a quiet machine)"),
+    "sweep-robustness": (bench_sweep_robustness, "success rate vs push x and z, mass error, latency, 20 seeds a point: the hopper (--full: the planar quadruped too; --repeats K seeds; for a quiet machine)"),
     "sim-rtf": (bench_sim_rtf, "real-time factor of the ESS plant (hopper, quadruped) at a 1 ms command period"),
 }

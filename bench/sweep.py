@@ -28,14 +28,20 @@ import sys
 import time
 
 # (varied field spec) per robustness table; the base adds sensor noise so seeds differ
-ROBUSTNESS_TABLES = (  # ranges that reach the hopper's failures (one seed a point: all of 0..8 N s, 0.6..1.4
-    "push=0:20:11",        # x mass, mu 0.1..0.9 and 0..4 mm of noise survived; latency failed from 2 ticks)
-    "mass_scale=0.4:2.0:9",
-    "friction_mu=0:0.8:9",
-    "latency=0:4:5",
-    "sensor_noise_q=0:0.02:5",
+# (table name, scenario, varied field, fixed fields): issue 28's tables, the hopper's and the
+# planar quadruped's push along x and z, +-20 % mass error and 0-3 ticks of command latency
+ROBUSTNESS_TABLES = tuple(
+    (f"{robot}: {name}", robot, vary, sets)
+    for robot in ("hopper", "quadruped")
+    for name, vary, sets in (
+        ("push x (N s)", "push=0:8:5", ("push_axis=x",)),
+        ("push z (N s)", "push=0:8:5", ("push_axis=z",)),
+        ("mass error", "mass_scale=0.8:1.2:5", ()),
+        ("latency (ticks)", "latency=0:3:4", ()),
+    )
 )
-ROBUSTNESS_BASE = ("sensor_noise_q=0.0005", "sensor_noise_v=0.005")
+ROBUSTNESS_BASE = ("sensor_noise_q=0.0005", "sensor_noise_v=0.005")  # seeds differ by their noise
+ROBUSTNESS_DURATION_S = {"hopper": 5.0, "quadruped": 3.0}
 
 
 def _run(spec, workers: int) -> dict:
@@ -121,13 +127,17 @@ def bench_sweep_robustness(args) -> dict:
     from launch.sweep_spec import SweepSpec
 
     seeds = args.repeats or 20
+    robots = ("hopper", "quadruped") if args.full else ("hopper",)
     out = {}
-    for vary in ROBUSTNESS_TABLES:
-        spec = SweepSpec.from_args("hopper", [vary], seeds=seeds, duration_s=5.0, sets=list(ROBUSTNESS_BASE))
-        print(f"[sweep-robustness] {vary}: {spec.episodes} episodes", file=sys.stderr, flush=True)
+    for name, robot, vary, sets in ROBUSTNESS_TABLES:
+        if robot not in robots:
+            continue
+        spec = SweepSpec.from_args(robot, [vary], seeds=seeds, duration_s=ROBUSTNESS_DURATION_S[robot],
+                                   sets=list(ROBUSTNESS_BASE) + list(sets))
+        print(f"[sweep-robustness] {name}: {spec.episodes} episodes", file=sys.stderr, flush=True)
         s = _run(spec, None)
         field = next(iter(s["by_field"]))
-        out[field] = {"sweep_dir": s["sweep_dir"],
-                      "table": [{"value": r["value"], "success_rate": r["success_rate"], "ci95": r["ci95"],
-                                 "episodes": r["episodes"]} for r in s["by_field"][field]]}
+        out[name] = {"sweep_dir": s["sweep_dir"],
+                     "table": [{"value": r["value"], "success_rate": r["success_rate"], "ci95": r["ci95"],
+                                "episodes": r["episodes"]} for r in s["by_field"][field]]}
     return out
