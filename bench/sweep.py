@@ -34,8 +34,8 @@ ROBUSTNESS_TABLES = tuple(
     (f"{robot}: {name}", robot, vary, sets)
     for robot in ("hopper", "quadruped")
     for name, vary, sets in (
-        ("push x (N s)", "push=0:8:5", ("push_axis=x",)),
-        ("push z (N s)", "push=0:8:5", ("push_axis=z",)),
+        ("push x (N s)", "push=0:16:5", ("push_axis=x",)),
+        ("push z (N s)", "push=0:16:5", ("push_axis=z",)),
         ("mass error", "mass_scale=0.8:1.2:5", ()),
         ("latency (ticks)", "latency=0:3:4", ()),
     )
