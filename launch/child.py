@@ -13,6 +13,23 @@ import time
 from pathlib import Path
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent (`launch run`) dies, so that a
+    killed run (SIGKILL, a crash) leaves no plant waiting for a controller forever. Elsewhere
+    (no prctl), a no-op."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _scenario(folder: Path):
     from .scenario import Scenario
 
@@ -81,4 +98,5 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in ("serve", "control"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
+    _die_with_parent()
     sys.exit({"serve": serve, "control": control}[sys.argv[1]](Path(sys.argv[2])))

@@ -237,6 +237,39 @@ def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path)
     assert (folder / "latency.png").exists() and (folder / "trajectory.npz").exists()
 
 
+def test_sigkill_of_launch_run_takes_its_processes_with_it(tmp_path):
+    """`launch run` killed outright (no handler runs) leaves no plant waiting for a controller: its
+    child processes ask Linux for SIGTERM when their parent dies, and the plant still writes its
+    summary on the way out."""
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-c",
+                             "import sys; from launch.run import run; from launch.scenario import load_scenario; "
+                             f"run(load_scenario('hopper-pd').with_overrides(mode='realtime', duration_s=60.0), "
+                             f"runs_dir={str(tmp_path)!r}, progress=False)"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: any(json.loads(p.read_text() or "{}").get("tick", 0) >= 20
+                          for p in tmp_path.glob("*/progress.json") if p.stat().st_size))
+    folder = next(tmp_path.iterdir())
+    children = [int(line.split()[0]) for line in subprocess.run(
+        ["ps", "--ppid", str(proc.pid), "-o", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
+        if "launch.child" in line]
+    assert len(children) == 2
+    proc.kill()
+    proc.wait(timeout=10)
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") >= 0  # exited, not yet reaped
+
+    _wait_for(lambda: all(gone(pid) for pid in children), timeout=20)
+    assert all(gone(pid) for pid in children), "a child of the killed run is still running"
+    _wait_for(lambda: (folder / "plant_summary.json").exists(), timeout=20)
+    assert (folder / "plant_summary.json").exists()
+
+
 def test_a_controller_that_dies_at_start_ends_the_run_with_an_error_not_a_wait(tmp_path):
     """A controller process that fails (here: a gain that is not a number) used to leave the
     lockstep plant waiting for its HELLO forever; `launch run` now ends both and says why."""
