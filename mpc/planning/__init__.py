@@ -7,12 +7,23 @@ Modules: `time_freezing` (the reformulation of a one-contact CLS into a PSS), `o
 description and options), `solve` (nosnoc FESD discretization, homotopy, physical-time recovery),
 `active_set` (the active-set polish of a relaxed solution),
 `particle` (the paper's Example 5), `hopper_holes` (Section 6), `plots`, `replay`.
+
+`solve` (and with it nosnoc, a dev dependency) is imported on first use of `Plan` or
+`solve_plan`: reading plan files (the MPC's run path) needs neither.
 """
 from .ocp import PlannerOptions, TimeFreezingOcp
-from .solve import Plan, solve_plan
 from .time_freezing import ContactLagrangian, TimeFreezingSystem, step_multipliers, time_freezing_system
 
 __all__ = [
     "ContactLagrangian", "Plan", "PlannerOptions", "TimeFreezingOcp", "TimeFreezingSystem",
     "solve_plan", "step_multipliers", "time_freezing_system",
 ]
+
+
+def __getattr__(name: str):
+    """`Plan` and `solve_plan`, imported from `solve` on first use (it imports nosnoc)."""
+    if name in ("Plan", "solve_plan"):
+        from . import solve
+
+        return getattr(solve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
