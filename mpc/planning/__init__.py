@@ -6,10 +6,13 @@
 Modules: `time_freezing` (the reformulation of a one-contact CLS into a PSS), `ocp` (problem
 description and options), `solve` (nosnoc FESD discretization, homotopy, physical-time recovery),
 `active_set` (the active-set polish of a relaxed solution),
-`particle` (the paper's Example 5), `hopper_holes` (Section 6), `plots`, `replay`.
+`particle` (the paper's Example 5), `hopper_holes` (Section 6), `plots`, `replay`,
+`terrain_scale` (how the hopper-holes plan is made), `shipped` (the converged hopper-holes plan
+shipped in data/, its resolution for a run and the warm start from it), `plan_hash` (what NLP a
+plan solves) and `plan_check` (a plan file re-verified on today's model).
 
 `solve` (and with it nosnoc, a dev dependency) is imported on first use of `Plan` or
-`solve_plan`: reading plan files (the MPC's run path) needs neither.
+`solve_plan`: reading plan files and the shipped plan's hash check (the MPC's run path) need neither.
 """
 from .ocp import PlannerOptions, TimeFreezingOcp
 from .time_freezing import ContactLagrangian, TimeFreezingSystem, step_multipliers, time_freezing_system
