@@ -161,6 +161,10 @@ def make_shipped(plan_dir: Path | str, dest: Path | str = SHIPPED_PLAN, *, progr
     missing = [k for k in KEPT if k not in arrays]
     if missing:
         raise ValueError(f"{npz} lacks {missing}; make it again with `{FROM_SCRATCH}`")
+    for key, value in terrain_arrays(task.terrain).items():
+        if key in arrays and not np.array_equal(arrays[key], value):
+            raise ValueError(f"{npz}: {key} {arrays[key]} is not the summary's terrain ({value}); the two files "
+                             "are not from one plan")
     say(f"[ship] verifying {npz} on today's model (rebuilding its NLP)")
     figures = plan_figures(arrays, task, options)
     problems = plan_failures(figures)
