@@ -40,8 +40,12 @@ def plan_figures(arrays: Mapping[str, np.ndarray], task: HopperTask, options: Pl
     hole_level_min: smallest ellipse level of the foot at the plan's points (>= 1 outside);
     hole_level_min_dense: the same on q interpolated linearly between the points (the
         constraints hold at the points only; docs/PLANNING.md, "Known limits");
-    foot_in_hole: a point below 1 - HOLE_TOL; foot_on_opening_dense: the foot within
-        CONTACT_EPS of the ground over a hole's opening anywhere on the interpolated q.
+    foot_in_hole: a point below 1 - HOLE_TOL;
+    foot_over_opening_dense_m: on the interpolated q, how far (m) the foot's centre gets inside a
+        hole's opening while within CONTACT_EPS of the ground (0 if never). A foot on an edge
+        shows a little of it: q interpolated linearly moves a standing foot by a fraction of a mm;
+    foot_in_hole_dense: that distance above the foot's radius, the rule by which a run's summary
+        says the foot fell in (launch/runfolder.py, holes_metrics).
     Raises ValueError if the arrays lack w."""
     from .solve import check_primal
 
@@ -58,6 +62,7 @@ def plan_figures(arrays: Mapping[str, np.ndarray], task: HopperTask, options: Pl
     levels = np.array(task.terrain.levels(foot[:, 0], foot[:, 1]))
     level_min = float(levels.min()) if levels.size else float("inf")
     final_x = float(plan.q[-1, 0])
+    over = _foot_over_opening(plan.q, foot_fn, task)
     return {
         **nlp,
         "trajectory_mismatch": mismatch,
@@ -67,7 +72,8 @@ def plan_figures(arrays: Mapping[str, np.ndarray], task: HopperTask, options: Pl
         "hole_level_min": level_min,
         "hole_level_min_dense": _dense_hole_level(plan, foot_fn, task),
         "foot_in_hole": bool(level_min < 1.0 - HOLE_TOL),
-        "foot_on_opening_dense": _foot_on_opening(plan.q, foot_fn, task),
+        "foot_over_opening_dense_m": over,
+        "foot_in_hole_dense": bool(over > model.contacts[0].radius),
     }
 
 
@@ -88,20 +94,22 @@ def plan_failures(figures: Mapping[str, float]) -> list[str]:
         out.append(f"the clock ends {figures['clock_error']:.2e} s off the horizon")
     if figures["foot_in_hole"]:
         out.append(f"the foot enters a hole's ellipse (level {figures['hole_level_min']:.6f} < 1 - {HOLE_TOL:g})")
-    if figures["foot_on_opening_dense"]:
-        out.append("the foot touches the ground over a hole's opening between plan points")
+    if figures["foot_in_hole_dense"]:
+        out.append(f"between plan points the foot stands {1e3 * figures['foot_over_opening_dense_m']:.1f} mm inside "
+                   "a hole's opening, more than its radius")
     return out
 
 
-def _foot_on_opening(q: np.ndarray, foot_fn, task: HopperTask, sub: int = 10) -> bool:
-    """Whether the foot is within CONTACT_EPS of the ground with |x - x_c| < semi_x of a hole,
-    on q interpolated linearly (sub points per step) between consecutive plan points."""
+def _foot_over_opening(q: np.ndarray, foot_fn, task: HopperTask, sub: int = 10) -> float:
+    """How far (m) the foot's centre gets inside a hole's opening (semi_x - |x - x_c|) while
+    within CONTACT_EPS of the ground, on q interpolated linearly (sub points per step) between
+    consecutive plan points; 0 if it never does."""
     if not task.terrain.centers:
-        return False
+        return 0.0
     s = np.linspace(0.0, 1.0, sub, endpoint=False)
     qs = (q[:-1, None, :] * (1 - s)[None, :, None] + q[1:, None, :] * s[None, :, None]).reshape(-1, q.shape[1])
     qs = np.vstack([qs, q[-1:]])
     feet = np.asarray(foot_fn(qs.T)).T
+    inside = task.terrain.semi_x - np.min([np.abs(feet[:, 0] - xc) for xc in task.terrain.centers], axis=0)
     low = feet[:, 1] <= CONTACT_EPS
-    over = np.min([np.abs(feet[:, 0] - xc) for xc in task.terrain.centers], axis=0) < task.terrain.semi_x
-    return bool(np.any(low & over))
+    return float(max(0.0, inside[low].max(initial=0.0)))
