@@ -3,7 +3,8 @@
     python -m launch robots [ROBOT ...] [--json]   table of robots (nq, nv, nu, contacts, source)
     python -m launch demo                   the main job (what exists so far, said plainly)
     python -m launch bench <name> [--json]  reproducible benchmarks (`bench --list`)
-    python -m launch plan <scenario> [--json] offline time-freezing/FESD plan (hopper-holes, particle)
+    python -m launch plan <scenario> [--json] offline time-freezing/FESD plan (hopper-holes, particle;
+                                            hopper-holes --warm-start from the shipped plan, --ship)
     python -m launch sweep <scenario> --vary FIELD=START:STOP:N [--seeds K] [--json]  Monte Carlo sweep on Ray
 """
 from __future__ import annotations
@@ -292,14 +293,32 @@ def _print_result(result: dict, as_json: bool) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    """Solve an offline plan (mpc.planning), write PNGs + NPZ under --out, print the summary."""
+    """Solve an offline plan (mpc.planning), write PNGs + NPZ under --out, print the summary;
+    with --ship, verify the plan already in --out and write it as the package's shipped plan."""
+    from pathlib import Path
+
+    if args.ship:
+        if args.scenario != "hopper-holes" or args.warm_start is not None:
+            raise ValueError("--ship writes the shipped hopper-holes plan from a plan already made (give it "
+                             "without --warm-start, for hopper-holes only)")
+        from mpc.planning.scenarios import stderr_progress
+        from mpc.planning.shipped import make_shipped
+
+        out = make_shipped(Path(args.out) / "hopper-holes", progress=stderr_progress)
+        _print_result(out if args.json else {k: out[k] for k in ("path", "bytes", "model_hash")}, args.json)
+        return 0
     from mpc.planning.scenarios import run_scenario
 
+    warm = args.warm_start
+    if warm == "shipped":
+        from mpc.planning.shipped import SHIPPED_PLAN
+
+        warm = SHIPPED_PLAN
     overrides = {} if args.max_homotopy is None else {"max_homotopy": args.max_homotopy}
     if args.linear_solver is not None:
         overrides["linear_solver"] = args.linear_solver
     result = run_scenario(args.scenario, out_dir=args.out, replay=not args.no_replay, strategy=args.strategy,
-                          hole_semi_axis=args.hole_semi_axis, **overrides)
+                          hole_semi_axis=args.hole_semi_axis, warm_start=warm, **overrides)
     _print_result(result, args.json)
     return 0
 
@@ -435,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hole-semi-axis", type=float, default=None, metavar="M",
                    help="hopper-holes: the holes' horizontal semi-axis in m (default 0.25: 0.5 m wide holes, "
                         "as DESIGN.md and the authors' script; 0.5: the paper's a_k as a semi-axis, holes that touch)")
+    p.add_argument("--warm-start", nargs="?", const="shipped", default=None, metavar="PLAN",
+                   help="hopper-holes: re-converge from the primal vector of the plan shipped with the package "
+                        "(or of the plan file PLAN) in minutes, instead of from scratch (~1.5 h)")
+    p.add_argument("--ship", action="store_true",
+                   help="hopper-holes, developers: do not solve; verify the plan in --out on today's model and "
+                        "write it as the package's shipped plan (mpc/planning/data/hopper-holes-plan.npz)")
     p.set_defaults(func=cmd_plan)
     return parser
 

@@ -58,11 +58,30 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _resolve_plan(scenario: Scenario) -> Scenario:
+    """The scenario with its plan option (if any) replaced by the file the run tracks (the
+    user's plan, or the plan shipped with the package: mpc.planning.shipped.resolve_plan), and
+    which one it is said on stderr. The child processes read the resolved path from
+    scenario.json."""
+    plan = scenario.controller_options.get("plan")
+    if plan is None:
+        return scenario
+    from mpc.planning.shipped import resolve_plan
+
+    path, source = resolve_plan(plan)
+    if source == "shipped":
+        print(f"plan: the plan shipped with the package, {path} ({plan} does not exist; "
+              "`python -m launch plan hopper-holes` makes one there)", file=sys.stderr, flush=True)
+    else:
+        print(f"plan: {path}", file=sys.stderr, flush=True)
+    return scenario.with_overrides(controller_options={**scenario.controller_options, "plan": str(path)})
+
+
 def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True,
         live_port: int | None = None) -> dict:
     """Run `scenario` closed loop over the bridge; return summary.json's content. live_port:
     stream the run to Foxglove's WebSocket server on that port while it goes (launch/live.py)."""
-    scenario.validate()
+    scenario = _resolve_plan(scenario.validate())
     # Ctrl-C and SIGTERM both end the run cleanly (explicit: a background job inherits SIGINT ignored)
     old_handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     folder = new_run_folder(scenario, runs_dir)
@@ -183,10 +202,12 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "run_dir": str(folder),
     }
     if scenario.controller == "mpc" and scenario.controller_options.get("plan") and scenario.robot == "hopper":
+        from mpc.plan_transcription import require_plan_file
         from mpc.planning.hopper_holes import terrain_from_plan
 
         try:  # the holes are the plan's own (a plan file too old to say which: reported, the run kept)
-            summary.update(holes_metrics(folder, model, terrain_from_plan(scenario.controller_options["plan"])))
+            plan = require_plan_file(scenario.controller_options["plan"])
+            summary.update(holes_metrics(folder, model, terrain_from_plan(plan)))
         except ValueError as err:
             summary["holes_error"] = str(err)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -207,8 +207,10 @@ def holes_metrics(folder: Path, model, terrain) -> dict:
     mpc.planning.hopper_holes.HoleTerrain; the plant's ground is flat): the foot falls into a
     hole when it is in contact with the ground with its centre over the hole's opening by more
     than the foot radius (|x - xc| < semi_x - r_foot: a foot resting on an edge straddles it).
-    Returns holes passed before the first such contact, whether one happened, and the smallest
-    ellipse level of the foot point over the run (the planner's stricter keep-out, >= 1 outside)."""
+    A hole is cleared when the foot touched the ground beyond it (x - xc >= semi_x - r_foot)
+    before it first fell into any hole. Returns holes_cleared, whether and when the foot fell
+    in, the smallest ellipse level of the foot point over the run (the planner's stricter
+    keep-out, >= 1 outside) and the base's final x (m; final_x_m, and final_x as before)."""
     from robots import numeric
 
     traj = trajectory(folder)
@@ -216,15 +218,18 @@ def holes_metrics(folder: Path, model, terrain) -> dict:
     foot = np.array([fns.contact_points(q)[0] for q in traj["q"]])
     radius = model.contacts[0].radius
     in_contact = traj["contact"][:, 0].astype(bool)
-    over = np.min([np.abs(foot[:, 0] - xc) - (terrain.semi_x - radius) for xc in terrain.centers], axis=0) < 0
+    edge = terrain.semi_x - radius
+    over = np.min([np.abs(foot[:, 0] - xc) - edge for xc in terrain.centers], axis=0) < 0
     inside = np.flatnonzero(in_contact & over)
-    x = traj["q"][:, model.q_names.index("x")]
-    x_ok = x[: inside[0] + 1].max() if inside.size else x.max()
-    cleared = int(sum(1 for xc in terrain.centers if x_ok >= xc + terrain.semi_x))
+    before = np.arange(len(foot)) < (inside[0] if inside.size else len(foot))
+    landed = foot[in_contact & before, 0]
+    reach = landed.max() if landed.size else -np.inf
+    cleared = int(sum(1 for xc in terrain.centers if reach - xc >= edge))
     levels = np.array(terrain.levels(foot[:, 0], foot[:, 1])).min(axis=0)
+    x_end = float(traj["q"][-1, model.q_names.index("x")])
     return {"holes_cleared": cleared, "foot_in_hole": bool(inside.size),
             "t_first_in_hole": float(traj["t"][inside[0]]) if inside.size else None,
-            "hole_level_min": float(levels.min()), "final_x": float(x[-1])}
+            "hole_level_min": float(levels.min()), "final_x_m": x_end, "final_x": x_end}
 
 
 def write_plots(folder: Path) -> list[Path]:

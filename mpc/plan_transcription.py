@@ -9,6 +9,9 @@ constraints widened by `hole_margin`: a trajectory of the MPC's model, contact f
 close to the plan.
 
     ref = transcribe_plan(problem, "runs/plans/hopper-holes/plan.npz")   # TrajectoryReference
+
+The default plan path stands for the plan shipped with the package while it does not exist
+(`mpc.planning.shipped`).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import numpy as np
 from .contact_ocp import ContactOcp
 from .ipopt_ocp import TrackingCost, solve_ipopt
 from .planning.hopper_holes import terrain_from_plan
+from .planning.shipped import resolve_plan
 from .reference import TrajectoryReference
 
 HOLE_MARGIN = 0.06  # m added to the holes' horizontal semi-axes (a landing short by this much stays out)
@@ -31,17 +35,18 @@ W_Q = {"x": 100.0, "z": 100.0}
 W_Q_OTHER, W_V_BASE, W_V_OTHER, W_U = 10.0, 1.0, 0.1, 1e-3
 
 
-def require_plan_file(path) -> None:
-    """Raise ValueError naming the command that makes the plan if `path` is not a file."""
-    if not Path(path).is_file():
-        raise ValueError(f"mpc plan {str(path)!r} does not exist; make it with `python -m launch plan hopper-holes` "
-                         "(about 1.5 h; it writes runs/plans/hopper-holes/plan.npz)")
+def require_plan_file(path) -> Path:
+    """The plan file to read for the plan option `path`: `path` itself if it exists, else the
+    plan shipped with the package when `path` is the default runs/plans/hopper-holes/plan.npz
+    (`mpc.planning.shipped.resolve_plan`, which checks the shipped plan's model hash). Raises
+    ValueError naming the command that makes the plan otherwise."""
+    return resolve_plan(path)[0]
 
 
 def plan_samples(problem: ContactOcp, path) -> TrajectoryReference:
     """The plan file's own reference (dense t, q, v; torques per control interval; contact
     variables zero): what `transcribe_plan` tracks."""
-    require_plan_file(path)
+    path = require_plan_file(path)
     with np.load(path) as d:
         t, q, v, t_grid, u = (d[k] for k in ("t", "q", "v", "t_grid", "u"))
     if q.shape[1] != problem.model.nq or u.shape[1] != problem.n_tau:
@@ -62,6 +67,7 @@ def transcribe_plan(problem: ContactOcp, path, *, hole_margin: float = HOLE_MARG
     does not converge."""
     if hole_margin < 0:
         raise ValueError(f"hole_margin must be >= 0 m, got {hole_margin}")
+    path = require_plan_file(path)
     plan = plan_samples(problem, path)
     dt = problem.options.dt
     key = hashlib.sha256(Path(path).read_bytes() + repr((problem.model.name, dt, problem.options, hole_margin,

@@ -115,3 +115,39 @@ def test_a_run_that_ended_before_its_first_tick_is_reported_not_crashed(tmp_path
     assert run_failure({"exit_codes": [0, 0], "interrupted": False, "run_dir": "x"}) == ""
     assert "plant ended the run" in run_failure({"plant_violation": "gap", "end_reason": "gap at t=1",
                                                  "exit_codes": [0, 0]})
+
+
+def test_holes_metrics_count_holes_the_foot_landed_beyond(tmp_path):
+    """hopper-holes summary: a hole counts as cleared when the foot touched the ground beyond it
+    before falling into any hole; a base already past a hole whose opening the trailing foot
+    lands in does not clear it. final_x_m is the base's last x."""
+    import numpy as np
+
+    from launch.runfolder import holes_metrics
+    from mpc.planning.hopper_holes import HoleTerrain
+    from robots import get_robot
+
+    model = get_robot("hopper")
+
+    def folder(rows):  # rows: (base x, hip angle, foot in contact)
+        q = np.array([[x, 0.4, hip, 0.0] for x, hip, _ in rows])
+        contact = np.array([[c] for _, _, c in rows])
+        path = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        path.mkdir()
+        np.savez(path / "trajectory.npz", t=0.01 * np.arange(len(rows)), q=q, v=np.zeros_like(q),
+                 tau=np.zeros((len(rows), 2)), contact=contact, force=np.zeros((len(rows), 1, 2)),
+                 q_names=np.array(model.q_names), u_names=np.array(model.u_names))
+        return path
+
+    hop = [(0.4, 0.0, False), (0.6, 0.0, False)]
+    good = folder([(0.0, 0.0, True), *hop, (0.95, 0.0, True), (1.4, 0.0, False), (1.95, 0.0, True),
+                   (2.4, 0.0, False), (2.95, 0.0, True)])
+    m = holes_metrics(good, model, HoleTerrain())
+    assert (m["holes_cleared"], m["foot_in_hole"], m["t_first_in_hole"]) == (3, False, None)
+    assert m["final_x_m"] == m["final_x"] == 2.95
+    # the base flies past hole 2 (x = 1.8 > 1.75), the foot lands 0.23 m behind it, in the opening
+    trailing = folder([(0.0, 0.0, True), *hop, (0.95, 0.0, True), (1.4, 0.0, False), (1.8, 0.6, True),
+                       (1.8, 0.6, True)])
+    m = holes_metrics(trailing, model, HoleTerrain())
+    assert (m["holes_cleared"], m["foot_in_hole"], m["t_first_in_hole"]) == (1, True, 0.05)
+    assert m["final_x_m"] == 1.8

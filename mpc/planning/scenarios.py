@@ -4,12 +4,14 @@
 
 Files written into `out_dir/<name>/`: plan.npz (physical time grid t_grid, q_grid, v_grid, u,
 plus the dense points t, q, v, the NLP's primal vector w and, for hopper-holes, the holes it
-avoids: hole_centers, hole_semi_x, hole_semi_z), frames.png (Fig. 7), torques.png
-(Fig. 8), clock.png, summary.json and, for hopper-holes with the "scale" strategy, one NPZ per
-converged scale step in scale_steps/.
+avoids, hole_centers, hole_semi_x, hole_semi_z, and the model hash of the problem it solves,
+model_hash: `plan_hash.plan_hash`), frames.png (Fig. 7), torques.png (Fig. 8), clock.png,
+summary.json and, for hopper-holes with the "scale" strategy, one NPZ per converged scale step
+in scale_steps/.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -44,15 +46,17 @@ def count_touchdowns(gap: np.ndarray, *, eps: float = CONTACT_EPS) -> int:
 
 def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progress: Callable[[str], None] | None = None,
                  replay: bool = True, strategy: str = "scale", hole_semi_axis: float | None = None,
-                 **option_overrides) -> dict:
+                 warm_start: Path | str | None = None, **option_overrides) -> dict:
     """Solve the named scenario, write its files under out_dir/<name>/ and return the summary.
 
     strategy (hopper-holes only): "scale", the terrain-scale continuation of
     `terrain_scale.solve_by_terrain_scale` (default), or "sigma", the plain sigma homotopy on
     the full task from the trivial guess. hole_semi_axis (hopper-holes only, m): the holes'
     horizontal semi-axis (default `HoleTerrain`'s 0.25; 0.5 is the paper's other reading).
+    warm_start (hopper-holes only): a plan file (e.g. `shipped.SHIPPED_PLAN`) whose primal
+    vector starts the last NLPs of the homotopy (`shipped.warm_start`) instead of a strategy.
     option_overrides go to `PlannerOptions` (e.g. max_homotopy=6). Raises ValueError for an
-    unknown name or strategy, or a hole semi-axis given to another scenario.
+    unknown name or strategy, or a hopper-holes option given to another scenario.
     """
     if name not in SCENARIOS:
         raise ValueError(f"unknown plan scenario {name!r}; available: {', '.join(SCENARIOS)}")
@@ -60,6 +64,10 @@ def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progres
         raise ValueError(f"unknown plan strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
     if hole_semi_axis is not None and name != "hopper-holes":
         raise ValueError(f"hole_semi_axis (--hole-semi-axis) is for hopper-holes only, not {name!r}")
+    if warm_start is not None and name != "hopper-holes":
+        raise ValueError(f"warm_start (--warm-start) is for hopper-holes only, not {name!r}")
+    if warm_start is not None and strategy != "scale":
+        raise ValueError(f"warm_start (--warm-start) replaces the strategy; leave strategy at 'scale', not {strategy!r}")
     terrain = HoleTerrain() if hole_semi_axis is None else HoleTerrain(semi_x=hole_semi_axis)
     say = progress or stderr_progress
     folder = Path(out_dir) / name
@@ -69,7 +77,7 @@ def run_scenario(name: str, *, out_dir: Path | str = Path("runs/plans"), progres
         summary = _run_particle(folder, say, option_overrides)
     else:
         summary = _run_hopper(folder, say, option_overrides, replay=replay, strategy=strategy,
-                              task=HopperTask(terrain=terrain))
+                              task=HopperTask(terrain=terrain), warm_start=warm_start)
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary = _json_ready(summary)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -116,21 +124,31 @@ def _run_particle(folder: Path, say, overrides: dict) -> dict:
     return out
 
 
-def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: str, task: HopperTask) -> dict:
+def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: str, task: HopperTask,
+                warm_start: Path | str | None = None) -> dict:
+    from .plan_hash import plan_hash
     from .plots import plot_clock, plot_frames, plot_torques
-    from .terrain_scale import solve_by_terrain_scale
+    from .terrain_scale import ScaleSchedule, solve_by_terrain_scale
 
     model = get_robot("hopper")
     asked = task
     scale_info = {}
-    if strategy == "scale":
+    if warm_start is not None:
+        from .shipped import warm_start as solve_warm, warm_start_options
+
+        plan, info = solve_warm(asked, warm_start, progress=say, **overrides)
+        options = warm_start_options(**overrides)
+        strategy, scale_info = "warm-start", {"warm_start": info}
+    elif strategy == "scale":
         result = solve_by_terrain_scale(asked, progress=say, save_dir=folder / "scale_steps", **overrides)
         plan, task = result.plan, result.task  # the last converged scale when the full one fails
+        options = hopper_options(**dict(ScaleSchedule().step_options, **overrides))  # the steps' (the last NLPs')
         scale_info = {"scale_reached": result.scale, "margin_m": result.margin, "stages": result.stages}
     else:
-        task = asked
-        plan = solve_plan(hopper_holes_ocp(task, model), hopper_options(**overrides), progress=say)
-    plan.save_npz(folder / "plan.npz", **terrain_arrays(task.terrain))
+        options = hopper_options(**overrides)
+        plan = solve_plan(hopper_holes_ocp(task, model), options, progress=say)
+    model_hash = plan_hash(model, task, options)  # of the task the plan solves (a scaled one if it stopped short)
+    plan.save_npz(folder / "plan.npz", **terrain_arrays(task.terrain), model_hash=np.array(model_hash))
     foot_fn = ca.Function("foot", [model.q], [model.contacts[0].point])
     foot = np.array([np.asarray(foot_fn(q)).ravel() for q in plan.q])
     # physical-time order is the discretization order (the clock never runs backwards)
@@ -153,6 +171,8 @@ def _run_hopper(folder: Path, say, overrides: dict, *, replay: bool, strategy: s
         "n_touchdowns": count_touchdowns(foot[:, 1]),
         "foot_penetration_max": float(max(0.0, -foot[:, 1].min())),
         "s_max_used": float(plan.s.max()),
+        "model_hash": model_hash,
+        "planner_options": dataclasses.asdict(options),
     })
     rep = None
     if replay:

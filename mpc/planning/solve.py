@@ -197,6 +197,43 @@ def solve_plan(ocp: TimeFreezingOcp, options: PlannerOptions = PlannerOptions(),
     return plan
 
 
+def check_primal(ocp: TimeFreezingOcp, options: PlannerOptions, w: np.ndarray, *, sigma: float) -> tuple[Plan, dict]:
+    """Evaluate the NLP that `solve_plan(ocp, options)` solves at a given primal vector w.
+
+    The NLP is built as solve_plan builds it (stagewise clock t_k = k T / N, the Scholtes
+    relaxation at `sigma`), but not solved. Returns the plan read out of w (as solve_plan
+    returns it; its status is "checked") and the figures:
+    equality_residual: max |g - g_ref| over the equality rows (the collocation equations of the
+        dynamics, continuity, the lifted Step products, the clock and terminal constraints);
+    inequality_violation: max violation of the inequality rows (path constraints with the
+        holes, the relaxed complementarities at `sigma`);
+    bound_violation: max violation of the variable bounds (controls, states, speed of time,
+        element lengths); complementarity: max cross-complementarity product (nosnoc's measure).
+    Units are those of each row. Raises ValueError if w does not have the NLP's size."""
+    model, nocp, opts = _nosnoc_description(ocp, options)
+    with _stdout_to_stderr():
+        solver = _HomotopySolver(opts, model, nocp, ocp, options, None)
+    prob = solver.problem
+    solver.initialize()
+    w = np.asarray(w, dtype=float).ravel()
+    if w.shape != (solver.n_w,):
+        raise ValueError(f"w has {w.size} entries, the NLP of {ocp.name} has {solver.n_w} variables "
+                         "(another discretization or problem: n_s, n_fe, N)")
+    lbg, ubg, _ = solver._bounds_and_p(sigma, stagewise=True)
+    violation = solver.row_violation(w, sigma, stagewise=True)
+    eq = lbg == ubg
+    lbw, ubw = np.asarray(prob.lbw, dtype=float), np.asarray(prob.ubw, dtype=float)
+    figures = {
+        "equality_residual": float(violation[eq].max(initial=0.0)),
+        "inequality_violation": float(violation[~eq].max(initial=0.0)),
+        "bound_violation": float(np.maximum(np.maximum(lbw - w, w - ubw), 0.0).max(initial=0.0)),
+        "complementarity": abs(solver.complementarity(w, sigma)),
+    }
+    plan = _extract(ocp, options, prob, w)
+    plan.status, plan.complementarity = "checked", figures["complementarity"]
+    return plan, figures
+
+
 def _polish(solver, w: np.ndarray, sigma: float, ocp: TimeFreezingOcp, options: PlannerOptions, say: Progress):
     """Active-set polish of the relaxed point w (solved at `sigma`).
 
