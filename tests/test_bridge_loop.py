@@ -215,15 +215,22 @@ def test_curve_keys_admit_the_right_controller_only(tmp_path):
     assert intruder_out["ticks"] == 0 and intruder_out["exit_code"] == EXIT_PLANT_SILENT
 
 
-def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path):
+def _realtime_run_until(tmp_path, ticks: int) -> subprocess.Popen:
+    """A 60 s realtime hopper-pd `launch.run.run` in a child process, returned once its plant has
+    done `ticks` ticks (its run folder is the one folder in tmp_path)."""
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, "-c",
                              "import sys; from launch.run import run; from launch.scenario import load_scenario; "
                              f"run(load_scenario('hopper-pd').with_overrides(mode='realtime', duration_s=60.0), "
                              f"runs_dir={str(tmp_path)!r}, progress=False)"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_for(lambda: any(json.loads(p.read_text() or "{}").get("tick", 0) >= 50
+    _wait_for(lambda: any(json.loads(p.read_text() or "{}").get("tick", 0) >= ticks
                           for p in tmp_path.glob("*/progress.json") if p.stat().st_size))
+    return proc
+
+
+def test_sigterm_to_launch_run_stops_both_processes_with_complete_logs(tmp_path):
+    proc = _realtime_run_until(tmp_path, 50)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     folder = next(tmp_path.iterdir())
@@ -241,14 +248,7 @@ def test_sigkill_of_launch_run_takes_its_processes_with_it(tmp_path):
     """`launch run` killed outright (no handler runs) leaves no plant waiting for a controller: its
     child processes ask Linux for SIGTERM when their parent dies, and the plant still writes its
     summary on the way out."""
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen([sys.executable, "-c",
-                             "import sys; from launch.run import run; from launch.scenario import load_scenario; "
-                             f"run(load_scenario('hopper-pd').with_overrides(mode='realtime', duration_s=60.0), "
-                             f"runs_dir={str(tmp_path)!r}, progress=False)"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_for(lambda: any(json.loads(p.read_text() or "{}").get("tick", 0) >= 20
-                          for p in tmp_path.glob("*/progress.json") if p.stat().st_size))
+    proc = _realtime_run_until(tmp_path, 20)
     folder = next(tmp_path.iterdir())
     children = [int(line.split()[0]) for line in subprocess.run(
         ["ps", "--ppid", str(proc.pid), "-o", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
