@@ -535,7 +535,8 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
         # the factor's g, in the whole solve: exactly (I - g W')^-1 with W' = (g_f / g) W, still a W
         g = g_f
     floating = p[8] > 0.0
-    if floating:  # rq in v's coordinates: G+ r_q, into out's v part (overwritten below)
+    if floating:  # rq in v's coordinates: G+ r_q, into out's v part (out and rhs are distinct
+        # arrays, the kernel's stage buffers; out's v part is written again below)
         quat = memo[1 + 3:1 + 7]  # W's x is memo[1:1 + n]
         _base_map(quat, rhs[0:7], out[nq:nq + 6], True)
         for i in range(6, nv):
