@@ -14,6 +14,7 @@ and MuJoCo (tests/test_spatial.py).
 from __future__ import annotations
 
 import importlib.metadata
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,16 +175,33 @@ def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, times
     return "\n".join(lines) + "\n"
 
 
+def rotation_matrix(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrix (3 x 3) of a unit quaternion (x, y, z, w), numpy (a few us: no scipy
+    object, for the plants' per-step conversions)."""
+    x, y, z, w = quat
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
 def mujoco_state(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(qpos, qvel) of MuJoCo for our (q, v): quaternion (x, y, z, w) -> (w, x, y, z), base
     linear velocity from the base frame to the world frame."""
-    from scipy.spatial.transform import Rotation
-
     qpos, qvel = np.array(q, dtype=float), np.array(v, dtype=float)
     x, y, z, w = q[3:7]
     qpos[3:7] = (w, x, y, z)
-    qvel[0:3] = Rotation.from_quat(q[3:7]).as_matrix() @ v[0:3]
+    qvel[0:3] = rotation_matrix(q[3:7]) @ v[0:3]
     return qpos, qvel
+
+
+def model_state(qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Our (q, v) for MuJoCo's (qpos, qvel), the inverse of `mujoco_state` (the quaternion made
+    unit: MuJoCo keeps it so to ~1e-16)."""
+    q, v = np.array(qpos, dtype=float), np.array(qvel, dtype=float)
+    quat = qpos[[4, 5, 6, 3]]
+    q[3:7] = quat / math.sqrt(float(quat @ quat))
+    v[0:3] = rotation_matrix(q[3:7]).T @ qvel[0:3]
+    return q, v
 
 
 @dataclass(frozen=True)

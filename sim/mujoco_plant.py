@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from robots.model import RobotModel
+from robots.urdf import model_state, mujoco_state
 from sim.invariants import Invariants, LatchedViolation
 from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset,
                           pack_command)
@@ -88,8 +89,6 @@ class MujocoPlant(LatchedViolation):
         q, v, t = checked_reset(self.model, q, v, t)
         self._mj.mj_resetData(self.mj, self.data)
         if self.model.floating_base:
-            from robots.urdf import mujoco_state
-
             q, v = mujoco_state(q, v)
         self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, t
         self._mj.mj_forward(self.mj, self.data)
@@ -144,17 +143,8 @@ class MujocoPlant(LatchedViolation):
                 world = sign * (frames[k].reshape(3, 3).T @ f6[:3])  # geom1's force on geom2, world frame
                 contact[i] = True
                 force[i] += (world[2], world[0], world[1])[:dim]
-        q, v = d.qpos.copy(), d.qvel.copy()
         if self.model.floating_base:  # MuJoCo's (w, x, y, z) and world-frame base velocity -> the model's
-            q[3:7] = d.qpos[[4, 5, 6, 3]]
-            q[3:7] /= math.sqrt(float(q[3:7] @ q[3:7]))  # MuJoCo normalises to ~1e-16 already
-            v[0:3] = _rotation(q[3:7]).T @ d.qvel[0:3]
+            q, v = model_state(d.qpos, d.qvel)
+        else:
+            q, v = d.qpos.copy(), d.qvel.copy()
         return PlantState(float(d.time), q, v, contact, force, self._tau.copy(), self.violation)
-
-
-def _rotation(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = quat
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])

@@ -204,9 +204,9 @@ def pushed_velocity(model: RobotModel, q: np.ndarray, v: np.ndarray, push_ns: fl
         raise ValueError(f"push axis must be one of {PUSH_AXES}, got {axis!r}")
     impulse = np.zeros(model.nv)
     if model.floating_base:  # v[0:3] is the base velocity in the base frame: J^T e = R^T e
-        from scipy.spatial.transform import Rotation
+        from robots.urdf import rotation_matrix
 
-        impulse[0:3] = Rotation.from_quat(q[3:7]).as_matrix()[PUSH_AXES.index(axis)] * push_ns
+        impulse[0:3] = rotation_matrix(q[3:7])[PUSH_AXES.index(axis)] * push_ns
     elif axis not in model.q_names:
         raise ValueError(f"a push along {axis!r} needs a robot with the base coordinate {axis!r}; {model.name} has none")
     else:
