@@ -34,13 +34,12 @@ class FootContacts:
     damping: float = 300.0
 
 
-def standing_height(tree: UrdfTree, joints: np.ndarray, radius: float) -> float:
-    """Base height (m) at which the lowest foot sphere of joint pose `joints` (rad) touches
-    z = 0, with the base level."""
+def _level_on_ground(gaps, joints: np.ndarray) -> np.ndarray:
+    """q with joint angles `joints`, the base level at x = y = 0 and at the height where the
+    lowest contact touches z = 0; `gaps` maps q to the contacts' gaps (m)."""
     q = np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], joints])
-    lowest = min(float(frame_kinematics(list(tree.bodies), fr, ca.DM(q), ca.DM.zeros(tree.nv))[0][2])
-                 for fr in tree.feet)
-    return radius - lowest
+    q[2] = -float(np.min(np.asarray(gaps(q))))
+    return q
 
 
 def resting_configuration(model: RobotModel, joints) -> np.ndarray:
@@ -51,9 +50,7 @@ def resting_configuration(model: RobotModel, joints) -> np.ndarray:
     joints = np.asarray(joints, dtype=float)
     if joints.shape != (model.nu,):
         raise ValueError(f"{model.name}: a pose needs {model.nu} joint angles, got shape {joints.shape}")
-    q = np.concatenate([np.zeros(3), [0.0, 0.0, 0.0, 1.0], joints])
-    q[2] = -float(np.min(numeric(model, verbose=False).contact_gap(q)))
-    return q
+    return _level_on_ground(numeric(model, verbose=False).contact_gap, joints)
 
 
 def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarray, gravity=9.81,
@@ -87,7 +84,8 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
                                 stiffness=feet.stiffness, damping=feet.damping, radius=feet.radius))
     B = np.vstack([np.zeros((6, nu)), np.eye(nu)])
     base = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
-    q0 = np.concatenate([[0.0, 0.0, standing_height(tree, stance, feet.radius)], [0.0, 0.0, 0.0, 1.0], stance])
+    # the model's own gap expressions, evaluated by CasADi (the model is not built yet)
+    q0 = _level_on_ground(ca.Function("gaps", [q], [ca.vertcat(*[c.gap for c in contacts])]), stance)
     return RobotModel(
         name=tree.name,
         q=q,
