@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -114,22 +115,29 @@ def tick_messages(model, fns, t: float, stamp_ns: int, q, v, tau, contact, force
     and `timing` (tick, latency_us, jitter_us, status, missed, controller_tick_ms, solve_ms; None
     where unknown). t: simulated time (s); stamp_ns: the transforms' timestamp (ns); fns:
     `numeric(model)`. Shared by run.mcap and the live stream (launch/live.py)."""
-    from sim.protocol import actuated_joints, actuated_positions
-
+    joints_q, joints_v = _joint_indices(model)
     stamped = {"sec": stamp_ns // 10**9, "nsec": stamp_ns % 10**9}
     transforms = [{"timestamp": stamped, "parent_frame_id": "world", "child_frame_id": body, **pose}
                   for body, pose in zip(model.body_names, _frame_poses(model, fns.body_poses(q)))]
     return {
         "/tf": {"transforms": transforms},
         "/joint_states": {"t": t, "name": list(model.u_names),
-                          "position": [_num(q[j]) for j in actuated_positions(model)],
-                          "velocity": [_num(v[j]) for j in actuated_joints(model)],
+                          "position": [_num(q[j]) for j in joints_q],
+                          "velocity": [_num(v[j]) for j in joints_v],
                           "effort": [_num(x) for x in tau]},
         "/contacts": {"t": t, "name": [c.name for c in model.contacts], "in_contact": [bool(c) for c in contact],
                       "normal_N": [_num(x) for x in force[:, 0]], "tangential_N": [_num(x) for x in force[:, 1]],
                       **({"tangential_y_N": [_num(x) for x in force[:, 2]]} if force.shape[1] > 2 else {})},
         "/timing": {"t": t, **timing},
     }
+
+
+@lru_cache(maxsize=8)
+def _joint_indices(model) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The actuated joints' indices into q and into v, found once per model (not every tick)."""
+    from sim.protocol import actuated_joints, actuated_positions
+
+    return tuple(actuated_positions(model).tolist()), tuple(actuated_joints(model).tolist())
 
 
 def _frame_poses(model, poses: np.ndarray) -> list[dict]:

@@ -12,7 +12,7 @@ def check_plant_for(name: str, model: RobotModel) -> None:
     if name in PLANAR_ONLY:
         from .protocol import require_planar
 
-        require_planar(model, {"nmdp": "NMDP"}.get(name, name))
+        require_planar(model, name)
 
 
 def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, **options):
