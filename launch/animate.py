@@ -29,16 +29,14 @@ FORCE_SCALE_M_PER_N = 1e-3
 MAX_FRAMES = 36_000  # 20 min of video at 30 fps: a larger request is refused, not rendered for hours
 
 
-def _place(drawing: RobotDrawing, q: np.ndarray, lines: list, circles: list | None = None) -> np.ndarray:
-    """Move the artists to configuration q, seen from the side (world x-z): `lines` (one per
-    segment of the drawing) and, if given, `circles` (one per sphere); returns the bodies'
-    origins (x, z)."""
-    for line, seg in zip(lines, drawing.segments(q)):
+def _place(drawn, lines: list, circles: list | None = None) -> None:
+    """Move the artists to a drawing (`RobotDrawing.at`), seen from the side (world x-z):
+    `lines` (one per segment) and, if given, `circles` (one per sphere)."""
+    for line, seg in zip(lines, drawn.segments):
         line.set_data(seg[:, 0], seg[:, 2])
     if circles is not None:
-        for circle, centre in zip(circles, drawing.spheres(q)[0]):
+        for circle, centre in zip(circles, drawn.centres):
             circle.center = (centre[0], centre[2])
-    return drawing.origins(q)[:, [0, 2]]
 
 
 def run_holes(scenario: dict) -> list[tuple[float, float, float]]:
@@ -92,8 +90,8 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
 
     # the camera follows the base; the view spans the robot's size
-    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([drawing.origins(q[0]), drawing.feet(q[0])])[:, [0, 2]],
-                                         axis=0).max()))
+    first = drawing.at(q[0])
+    extent = max(0.5, 2.5 * float(np.ptp(np.vstack([first.origins, first.feet])[:, [0, 2]], axis=0).max()))
     w, h = size
     fig = plt.figure(figsize=(w / 100, h / 100), dpi=100)
     ax = fig.add_axes([0.05, 0.07, 0.9, 0.88])
@@ -128,14 +126,15 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     page, background = None, None
     last_print = 0.0
     for k, i in enumerate(idx):
-        o = _place(drawing, q[i], capsules, spheres)
-        feet = drawing.feet(q[i])[:, [0, 2]]
+        drawn = drawing.at(q[i])
+        _place(drawn, capsules, spheres)
+        o, feet = drawn.origins[:, [0, 2]], drawn.feet[:, [0, 2]]
         joints.set_data(o[:, 0], o[:, 1])
         for g, stage in enumerate(ghost_stages):  # the plan made from this state: STATE i + 1 carried it
             plan_q = horizon[min(i + 1, len(horizon) - 1), stage]
             visible = bool(np.isfinite(plan_q).all())
             if visible:
-                _place(drawing, plan_q, ghosts[g])
+                _place(drawing.at(plan_q), ghosts[g])
             for line in ghosts[g]:
                 line.set_visible(visible)
         for c in range(model.nc):

@@ -2,8 +2,8 @@
 shared by the video (launch/animate.py) and the browser replay (launch/view.py).
 
     drawing = RobotDrawing(model)
-    segments = drawing.segments(q)          # (N, 2, 3): links as line segments, m
-    centres, radii = drawing.spheres(q)     # (S, 3), (S,): feet (and the planar MJCF's spheres), m
+    drawn = drawing.at(q)       # drawn.segments (N, 2, 3): links as line segments, m; drawn.centres
+                                # (S, 3) of the spheres (radii: drawing.radii); origins, feet
 
 Planar robots: the MJCF's capsules and spheres of each body (its x-z geometry) placed by
 `body_poses(q)` (origin x, z and pitch), in the plane y = 0. 3D robots: the body tree's
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,43 +78,43 @@ class RobotDrawing:
             return len(self.links)
         return sum(1 for geoms in self.shapes.values() for g in geoms if g[0] == "capsule")
 
-    def origins(self, q: np.ndarray) -> np.ndarray:
-        """(nb, 3) the bodies' origins in the world, m."""
-        poses = self.fns.body_poses(q)
+    def at(self, q: np.ndarray) -> "Drawn":
+        """Everything drawn at configuration q, from one body_poses and one contact_points call."""
+        poses, points = self.fns.body_poses(q), self.fns.contact_points(q)
         if self.model.floating_base:
-            return poses[:, 0:3].copy()
-        return np.column_stack([poses[:, 0], np.zeros(len(poses)), poses[:, 1]])
-
-    def feet(self, q: np.ndarray) -> np.ndarray:
-        """(nc, 3) the contact points in the world, m (planar: y = 0)."""
-        p = self.fns.contact_points(q)
-        return p if self.model.floating_base else np.column_stack([p[:, 0], np.zeros(len(p)), p[:, 1]])
-
-    def segments(self, q: np.ndarray) -> np.ndarray:
-        """(n_segments, 2, 3) the links as segments in the world, m."""
-        poses = self.fns.body_poses(q)
-        out = np.empty((self.n_segments, 2, 3))
+            origins, feet = poses[:, 0:3].copy(), points
+        else:
+            origins = np.column_stack([poses[:, 0], np.zeros(len(poses)), poses[:, 1]])
+            feet = np.column_stack([points[:, 0], np.zeros(len(points)), points[:, 1]])
+        segments = np.empty((self.n_segments, 2, 3))
         if self.model.floating_base:
-            feet = self.feet(q)
             for k, (a, b) in enumerate(self.links):
-                out[k, 0] = poses[a, 0:3]
-                out[k, 1] = poses[b, 0:3] if b >= 0 else feet[-1 - b] + [0.0, 0.0, self.radii[-1 - b]]
-            return out
-        k = 0
-        for name, geoms in self.shapes.items():
-            pose = poses[self.body_index[name]]
-            for g in geoms:
-                if g[0] == "capsule":
-                    (x0, z0), (x1, z1) = planar_world(pose, g[1], g[2]), planar_world(pose, g[3], g[4])
-                    out[k] = ((x0, 0.0, z0), (x1, 0.0, z1))
-                    k += 1
-        return out
+                segments[k, 0] = poses[a, 0:3]
+                segments[k, 1] = poses[b, 0:3] if b >= 0 else feet[-1 - b] + [0.0, 0.0, self.radii[-1 - b]]
+            centres = feet + np.outer(self.radii, [0.0, 0.0, 1.0])
+        else:
+            k, centres = 0, []
+            for name, geoms in self.shapes.items():
+                pose = poses[self.body_index[name]]
+                for g in geoms:
+                    if g[0] == "capsule":
+                        (x0, z0), (x1, z1) = planar_world(pose, g[1], g[2]), planar_world(pose, g[3], g[4])
+                        segments[k] = ((x0, 0.0, z0), (x1, 0.0, z1))
+                        k += 1
+                    else:
+                        x, z = planar_world(pose, g[1], g[2])
+                        centres.append((x, 0.0, z))
+            centres = np.array(centres).reshape(-1, 3)
+        return Drawn(segments, centres, origins, feet, poses)
 
-    def spheres(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(centres (S, 3), radii (S,)) of the spheres to draw, m: the feet."""
-        if self.model.floating_base:
-            return self.feet(q) + np.outer(self.radii, [0.0, 0.0, 1.0]), self.radii
-        poses = self.fns.body_poses(q)
-        centres = [(x, 0.0, z) for name, geoms in self.shapes.items() for g in geoms if g[0] == "sphere"
-                   for x, z in [planar_world(poses[self.body_index[name]], g[1], g[2])]]
-        return np.array(centres).reshape(-1, 3), self.radii
+
+class Drawn(NamedTuple):
+    """A robot's drawing at one q, in the world (m): segments (n_segments, 2, 3), sphere centres
+    (S, 3; radii: RobotDrawing.radii), body origins (nb, 3), contact points (nc, 3, planar
+    y = 0) and the raw body_poses rows."""
+
+    segments: np.ndarray
+    centres: np.ndarray
+    origins: np.ndarray
+    feet: np.ndarray
+    poses: np.ndarray

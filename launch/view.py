@@ -67,12 +67,12 @@ class RunViewer:
         s, m = self.server, self.model
         s.scene.set_up_direction("+z")
         s.scene.add_grid("/ground", width=10.0, height=10.0, cell_size=0.1)
-        q0 = self.q[0]
-        self.links = s.scene.add_line_segments("/robot/links", self.drawing.segments(q0), ROBOT_RGB, thickness=0.012)
-        centres, radii = self.drawing.spheres(q0)
+        first = self.drawing.at(self.q[0])
+        self.links = s.scene.add_line_segments("/robot/links", first.segments, ROBOT_RGB, thickness=0.012)
         self.feet = [s.scene.add_icosphere(f"/robot/foot_{i}", radius=float(r), color=(240, 140, 30), position=c)
-                     for i, (c, r) in enumerate(zip(centres, radii))]
-        self.forces = s.scene.add_line_segments("/robot/forces", self._force_segments(0), FORCE_RGB, thickness=0.006)
+                     for i, (c, r) in enumerate(zip(first.centres, self.drawing.radii))]
+        self.forces = s.scene.add_line_segments("/robot/forces", self._force_segments(first.feet, 0), FORCE_RGB,
+                                                thickness=0.006)
         self.meshes = []
         from robots.urdf import EXAMPLE_ROBOTS
 
@@ -88,7 +88,7 @@ class RunViewer:
         if self.horizon is not None:
             h = self.horizon.shape[1]
             self.stages = sorted({h // 3, 2 * h // 3, h - 1})
-            self.ghosts = [s.scene.add_line_segments(f"/plan/stage_{g}", self.drawing.segments(q0), GHOST_RGB,
+            self.ghosts = [s.scene.add_line_segments(f"/plan/stage_{g}", first.segments, GHOST_RGB,
                                                      thickness=0.008) for g in self.stages]
         title = f"{self.scenario.get('name', '')}: {m.name} on {self.scenario.get('plant', '')}"
         s.gui.add_markdown(f"**{title}**, {len(self.t)} ticks")
@@ -105,16 +105,16 @@ class RunViewer:
                         scales={"x": uplot.Scale(time=False)}, title="latency per tick (ms) against t (s)",
                         aspect=1.6)
         # the camera starts looking at the robot from the front-left, a few robot sizes away
-        centre = self.drawing.origins(q0).mean(axis=0)
-        size = max(0.3, float(np.ptp(np.vstack([self.drawing.origins(q0), self.drawing.feet(q0)]), axis=0).max()))
+        centre = first.origins.mean(axis=0)
+        size = max(0.3, float(np.ptp(np.vstack([first.origins, first.feet]), axis=0).max()))
         s.initial_camera.look_at = tuple(centre)
         s.initial_camera.position = tuple(centre + size * np.array([1.5, -2.5, 1.2]))
         self.slider.on_update(lambda _: self.show(self.tick_at(self.slider.value)))
         self.show(0)
 
-    def _force_segments(self, k: int) -> np.ndarray:
-        """(nc, 2, 3) a segment per foot along its contact force, 1 mm per N."""
-        feet, f = self.drawing.feet(self.q[k]), self.force[k]
+    def _force_segments(self, feet: np.ndarray, k: int) -> np.ndarray:
+        """(nc, 2, 3) a segment per foot (`feet`, the contact points) along tick k's force, 1 mm per N."""
+        f = self.force[k]
         world = np.column_stack([f[:, 1], f[:, 2] if f.shape[1] > 2 else np.zeros(len(f)), f[:, 0]])
         return np.stack([feet, feet + FORCE_SCALE_M_PER_N * world], axis=1)
 
@@ -125,15 +125,15 @@ class RunViewer:
     def show(self, k: int) -> None:
         """Draw tick k: robot, forces, the plan of that tick, the readout; prints a frame line."""
         with self.lock:
-            q = self.q[k]
-            self.links.points = self.drawing.segments(q)
-            for handle, centre in zip(self.feet, self.drawing.spheres(q)[0]):
+            drawn = self.drawing.at(self.q[k])
+            self.links.points = drawn.segments
+            for handle, centre in zip(self.feet, drawn.centres):
                 handle.position = centre
-            self.forces.points = self._force_segments(k)
+            self.forces.points = self._force_segments(drawn.feet, k)
             if self.meshes:
                 from scipy.spatial.transform import Rotation
 
-                poses = self.drawing.fns.body_poses(q)
+                poses = drawn.poses
                 for mesh, handle in self.meshes:
                     R, p = poses[mesh.body, 3:12].reshape(3, 3), poses[mesh.body, 0:3]
                     Ro, po = mesh.placement
@@ -145,8 +145,8 @@ class RunViewer:
                     visible = bool(np.isfinite(plan[stage]).all())
                     handle.visible = visible
                     if visible:
-                        handle.points = self.drawing.segments(plan[stage])
-            base = self.drawing.origins(q)[0]
+                        handle.points = self.drawing.at(plan[stage]).segments
+            base = drawn.origins[0]
             late = bool(self.missed[max(0, k - 10): k + 1].any())
             self.readout.content = (f"t = {self.t[k]:.3f} s, base ({base[0]:.3f}, {base[1]:.3f}, {base[2]:.3f}) m"
                                     + (", **deadline missed**" if late else ""))
