@@ -65,8 +65,7 @@ class Invariants:
 
         self.model = model
         self.limit = check_penetration_limit(f"{model.name} plant", penetration_limit_m)
-        self._fns = numeric(model, verbose=False)
-        self._gap_fn = self._fns.raw["contact_gap"]
+        self._gap_fn = numeric(model, verbose=False).raw["contact_gap"]
         self._names = [c.name for c in model.contacts]
         self._nc = model.nc
         self._quaternions = model.floating_base
