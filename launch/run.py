@@ -146,6 +146,11 @@ def task_targets(scenario: Scenario) -> dict:
         return {"vx": 0.0}  # a stand task (mpc.tasks)
     if scenario.controller == "mpc" and scenario.robot == "hopper":
         return {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
+    from robots import get_robot
+
+    if scenario.controller == "mpc" and get_robot(scenario.robot).floating_base:  # mpc.centroidal's defaults
+        return {"vx": 0.0, "vy": 0.0, "yaw_rate": 0.0, **{k: v for k, v in targets.items()
+                                                            if k in ("vx", "vy", "yaw_rate")}}
     if scenario.controller == "mpc":
         return {"vx": 0.3, **targets}
     return dict(targets)
@@ -183,6 +188,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "fell": metrics["fell"],
         "apex_height_m": {"mean": metrics["apex_height_m"], "target": targets.get("apex_height")},
         "vx_mps": {"mean": metrics["vx_mps"], "target": targets.get("vx")},
+        "vy_mps": {"mean": metrics.get("vy_mps"), "target": targets.get("vy")},
+        "yaw_rate_radps": {"mean": metrics.get("yaw_rate_radps"), "target": targets.get("yaw_rate")},
         "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
         "complementarity_p99": float(np.nanpercentile(comp, 99)) if comp is not None and comp.size else None,
         "complementarity_worst": worst_complementarity(ctrl, model),

@@ -128,10 +128,27 @@ def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_name
         airborne = ~contact.any(axis=1)
         peaks = [z[i] for i in range(1, len(z) - 1) if airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
         out["apex_height_m"] = float(np.mean(peaks)) if peaks else None
-    if x_name in q_names and t.size > 1:
+    if x_name == "base_x" and t.size > 1:
+        out.update(heading_velocities(t, q))
+    elif x_name in q_names and t.size > 1:
         x = q[:, q_names.index(x_name)]
         out["vx_mps"] = float((x[-1] - x[0]) / (t[-1] - t[0]))
     return out
+
+
+def heading_velocities(t: np.ndarray, q: np.ndarray) -> dict:
+    """A floating base's mean velocities over a run: vx_mps (forward) and vy_mps (leftward), m/s,
+    in its heading frame (the base's yaw, tick by tick), and yaw_rate_radps (rad/s)."""
+    x, y, quat = q[:, 0], q[:, 1], q[:, 3:7]
+    qx, qy, qz, qw = quat.T
+    yaw = np.unwrap(np.arctan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz)))
+    dx, dy = np.diff(x), np.diff(y)
+    mid = 0.5 * (yaw[1:] + yaw[:-1])
+    forward = np.cos(mid) * dx + np.sin(mid) * dy
+    left = -np.sin(mid) * dx + np.cos(mid) * dy
+    span = t[-1] - t[0]
+    return {"vx_mps": float(forward.sum() / span), "vy_mps": float(left.sum() / span),
+            "yaw_rate_radps": float((yaw[-1] - yaw[0]) / span)}
 
 
 def worst_complementarity(ctrl: dict, model) -> dict | None:
@@ -140,7 +157,10 @@ def worst_complementarity(ctrl: dict, model) -> dict | None:
     comp, pair = ctrl.get("complementarity"), ctrl.get("complementarity_pair")
     if comp is None or pair is None or not comp.size or not np.isfinite(comp).any():
         return None
-    from mpc.contact_ocp import PAIR_NAMES
+    if model.floating_base:
+        from mpc.centroidal.ocp import PAIR_NAMES
+    else:
+        from mpc.contact_ocp import PAIR_NAMES
 
     k = int(np.nanargmax(comp))
     p = int(pair[k])

@@ -20,7 +20,7 @@ import numpy as np
 
 from .acados_io import STAT_NAMES, HorizonIO
 from .acados_runtime import acados_template, cached_ocp_solver
-from .contact_ocp import ContactOcp
+from .contact_ocp import ContactOcp, cost_features, soft_constraints
 from .reference import FourierReference
 from .smoke import set_horizon
 
@@ -62,20 +62,21 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
     joint_limits: (state indices, lower, upper) kept as soft bounds (L1 + L2 penalised) on
     stages 1..N-1."""
     tpl = acados_template()
-    nx, nu = problem.nx, problem.nu
-    if np.shape(weights.w_x) != (nx,) or np.shape(weights.w_u) != (nu,):
-        raise ValueError(f"CostWeights: w_x must have {nx} entries and w_u {nu}, "
+    x, u = problem.x, problem.u
+    y_x, y_u = cost_features(problem)
+    if np.shape(weights.w_x) != (y_x.numel(),) or np.shape(weights.w_u) != (y_u.numel(),):
+        raise ValueError(f"CostWeights: w_x must have {y_x.numel()} entries and w_u {y_u.numel()}, "
                          f"got {np.shape(weights.w_x)} and {np.shape(weights.w_u)}")
     tau = ca.SX.sym("tau")
-    x, u = problem.x, problem.u
     model = tpl.AcadosModel()
     model.name = name or f"cimpc_{problem.model.name}"
     model.x = ca.vertcat(x, tau)
     model.u = u
     model.disc_dyn_expr = ca.vertcat(problem.x_next, tau + problem.options.dt)
-    model.con_h_expr = problem.comp
-    model.cost_y_expr = ca.vertcat(x - reference.x(tau), u - reference.u(tau))
-    model.cost_y_expr_e = x - reference.x(tau)
+    h, h_lb, h_ub = soft_constraints(problem)
+    model.con_h_expr = h
+    model.cost_y_expr = ca.vertcat(y_x - reference.x(tau), y_u - reference.u(tau))
+    model.cost_y_expr_e = y_x - reference.x(tau)
     ocp = tpl.AcadosOcp()
     ocp.model = model
     n = problem.options.n_stages
@@ -85,11 +86,11 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
     ocp.cost.cost_type_e = "NONLINEAR_LS"
     ocp.cost.W = np.diag(np.concatenate([weights.w_x, weights.w_u]))
     ocp.cost.W_e = np.diag(weights.terminal_factor * np.asarray(weights.w_x))
-    ocp.cost.yref = np.zeros(nx + nu)
-    ocp.cost.yref_e = np.zeros(nx)
-    nh = problem.n_comp
-    ocp.constraints.lh = np.zeros(nh)
-    ocp.constraints.uh = np.zeros(nh)
+    ocp.cost.yref = np.zeros(y_x.numel() + y_u.numel())
+    ocp.cost.yref_e = np.zeros(y_x.numel())
+    nh = h.numel()
+    ocp.constraints.lh = h_lb
+    ocp.constraints.uh = h_ub
     ocp.constraints.idxsh = np.arange(nh)
     nsbx = 0
     if joint_limits is not None and len(joint_limits[0]):
@@ -104,8 +105,8 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
     ocp.cost.Zl = ocp.cost.Zu = np.full(nsbx + nh, weights.z_l2)
     ocp.constraints.lbu = problem.u_lb
     ocp.constraints.ubu = problem.u_ub
-    ocp.constraints.idxbu = np.arange(nu)
-    ocp.constraints.x0 = np.zeros(nx + 1)
+    ocp.constraints.idxbu = np.arange(problem.nu)
+    ocp.constraints.x0 = np.zeros(problem.nx + 1)
     so = ocp.solver_options
     so.integrator_type = "DISCRETE"
     so.nlp_solver_type = options.nlp_solver

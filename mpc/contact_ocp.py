@@ -77,6 +77,22 @@ def fischer_burmeister(a: ca.SX, b: ca.SX, s: float | ca.SX) -> ca.SX:
     return a + b - ca.sqrt(a * a + b * b + 2 * s)
 
 
+def cost_features(problem) -> tuple[ca.SX, ca.SX]:
+    """The expressions (of x, of u) the least-squares cost compares with the reference: the
+    problem's `cost_x`, `cost_u` if it defines them (the 3D MPC's heading-invariant features),
+    else x and u themselves."""
+    return getattr(problem, "cost_x", problem.x), getattr(problem, "cost_u", problem.u)
+
+
+def soft_constraints(problem) -> tuple[ca.SX, np.ndarray, np.ndarray]:
+    """(h, lower, upper): every softened stage constraint of a problem. The smoothed
+    complementarity residuals (bounds 0, 0), plus the problem's own `h`, `h_lb`, `h_ub` if it
+    defines them (the 3D MPC's reach boxes and foot clearance)."""
+    if hasattr(problem, "h"):
+        return problem.h, np.asarray(problem.h_lb, float), np.asarray(problem.h_ub, float)
+    return problem.comp, np.zeros(problem.n_comp), np.zeros(problem.n_comp)
+
+
 class ContactOcp:
     """Symbolic pieces of the contact-implicit OCP for one robot (see module docstring).
 

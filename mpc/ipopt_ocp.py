@@ -18,7 +18,7 @@ from typing import Callable
 import casadi as ca
 import numpy as np
 
-from .contact_ocp import ContactOcp
+from .contact_ocp import ContactOcp, cost_features, soft_constraints
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ class TrackingCost:
 
     def check(self, ocp: ContactOcp) -> "TrackingCost":
         """Raise ValueError if a size does not match `ocp`; return self."""
-        ny, nx, n = ocp.nx + ocp.nu, ocp.nx, ocp.options.n_stages
+        y_x, y_u = cost_features(ocp)
+        ny, nx, n = y_x.numel() + y_u.numel(), y_x.numel(), ocp.options.n_stages
         for name, arr, shape in (("w", self.w, (ny,)), ("w_e", self.w_e, (nx,)), ("yref", self.yref, (n, ny)),
                                  ("xref_e", self.xref_e, (nx,))):
             if np.shape(arr) != shape:
@@ -87,7 +88,11 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
     extra_constraints(X, U) -> (g, lbg, ubg): more constraints on the stage symbols.
     """
     cost.check(ocp)
-    n, nx, nu, nco = ocp.options.n_stages, ocp.nx, ocp.nu, ocp.n_comp
+    h_expr, h_lb, h_ub = soft_constraints(ocp)
+    n, nx, nu, nco = ocp.options.n_stages, ocp.nx, ocp.nu, h_expr.numel()
+    y_x, y_u = cost_features(ocp)
+    features = ca.Function("features", [ocp.x, ocp.u], [y_x, y_u])
+    soft = ca.Function("soft", [ocp.x, ocp.u], [h_expr])
     X = [ca.SX.sym(f"x{k}", nx) for k in range(n + 1)]
     U = [ca.SX.sym(f"u{k}", nu) for k in range(n)]
     SL = [ca.SX.sym(f"sl{k}", nco) for k in range(n)]
@@ -95,17 +100,17 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
     J = 0
     g, lbg, ubg = [], [], []
     for k in range(n):
-        y = ca.vertcat(X[k], U[k])
+        y = ca.vertcat(*features(X[k], U[k]))
         J += cost.stage_scale * (_ls(y - cost.yref[k], cost.w) + cost.z_l1 * ca.sum1(SL[k] + SU[k])
                                  + 0.5 * cost.z_l2 * ca.sum1(SL[k] ** 2 + SU[k] ** 2))
         g += [ocp.step(X[k], U[k]) - X[k + 1]]
         lbg += [np.zeros(nx)]
         ubg += [np.zeros(nx)]
-        r = ocp.residuals(X[k], U[k])
-        g += [r + SL[k], r - SU[k]]  # lh - sl <= r <= uh + su with lh = uh = 0
-        lbg += [np.zeros(nco), np.full(nco, -np.inf)]
-        ubg += [np.full(nco, np.inf), np.zeros(nco)]
-    J += _ls(X[n] - cost.xref_e, cost.w_e)
+        r = soft(X[k], U[k])
+        g += [r + SL[k], r - SU[k]]  # lh - sl <= r <= uh + su (lh = uh = 0 for complementarity)
+        lbg += [h_lb, np.full(nco, -np.inf)]
+        ubg += [np.full(nco, np.inf), h_ub]
+    J += _ls(features(X[n], U[n - 1])[0] - cost.xref_e, cost.w_e)
     if extra_constraints is not None:
         ge, lbe, ube = extra_constraints(X, U)
         g += list(ge)

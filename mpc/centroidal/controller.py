@@ -1,0 +1,276 @@
+"""The 3D contact-implicit MPC controller: acados SQP-RTI on the single rigid body every tick.
+
+    ctrl = CentroidalMpc(get_robot("go1"), Mpc3dOptions(vx=0.5))
+    command, phases = ctrl.compute(t, q, v, contact)     # feedback phase, then the whole-body layer
+    ctrl.prepare()                                       # shift the plan, linearize for the next tick
+
+Each tick: the measured robot becomes the OCP's state (`srb_state`, compiled), the RTI
+feedback phase solves one QP of `CentroidalOcp` (contact timing and forces decided by the
+optimizer; the reference is the offline periodic gait of the same OCP, as heading-invariant
+features, `mpc.centroidal.gaits`), and the compiled whole-body layer turns the plan's next
+stages into joint targets and feed-forward torques (`mpc.centroidal.wholebody`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields, replace
+
+import casadi as ca
+import numpy as np
+
+from robots.model import RobotModel
+from sim.protocol import JointCommand
+
+from ..acados_mpc import CostWeights, RtiOptions, RtiSolver
+from ..contact_ocp import OcpOptions
+from ..reference import FourierReference
+from .gaits import Gait3dTask, feature_weights, periodic_gait3d
+from .ocp import CentroidalOcp
+from .srb import SingleRigidBody
+from .wholebody import build_layer
+
+PRESOLVE_ITERATIONS = 10  # RTI iterations at the standing start before the first tick
+
+
+@dataclass(frozen=True)
+class Mpc3dOptions:
+    """Everything the 3D MPC is configured by (scenario `controller_options`).
+
+    Task: vx, vy (m/s, heading frame), yaw_rate (rad/s), period (s, reference gait), stand
+    (balance on all feet). ramp_s: the reference's velocities rise from 0 over this time (s).
+    OCP: dt (s per stage = control period), n_stages, sigma (gap/force relaxation, m x weights).
+    Solver: qp_iter_max, hpipm_mode, z_l1 / z_l2 (slack penalties).
+    Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints.
+    deadline_s: per-tick compute budget (s).
+    """
+
+    vx: float = 0.0
+    vy: float = 0.0
+    yaw_rate: float = 0.0
+    period: float = 0.4
+    stand: bool = False
+    ramp_s: float = 0.5
+    dt: float = 0.01
+    n_stages: int = 20
+    sigma: float = 1e-5
+    qp_iter_max: int = 30
+    hpipm_mode: str = "BALANCE"
+    z_l1: float = 1000.0
+    z_l2: float = 1e4
+    kp: float = 30.0
+    kd: float = 1.0
+    deadline_s: float = 0.009
+
+    def validate(self) -> "Mpc3dOptions":
+        """Raise ValueError naming the bad field and the fix; return self."""
+        self.task.validate()
+        for name in ("kp", "kd", "ramp_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
+                raise ValueError(f"mpc {name} must be a finite number >= 0, got {value!r}")
+        if not (isinstance(self.qp_iter_max, int) and self.qp_iter_max >= 1):
+            raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
+        if not self.deadline_s > 0:
+            raise ValueError(f"mpc deadline_s must be > 0 s, got {self.deadline_s}")
+        self.ocp.validate()
+        return self
+
+    @property
+    def task(self) -> Gait3dTask:
+        """The locomotion task part."""
+        return Gait3dTask(vx=self.vx, vy=self.vy, yaw_rate=self.yaw_rate, period=self.period, stand=self.stand)
+
+    @property
+    def ocp(self) -> OcpOptions:
+        """The OCP discretization part."""
+        return OcpOptions(dt=self.dt, n_stages=self.n_stages, sigma=self.sigma)
+
+
+@dataclass(frozen=True)
+class RampedReference:
+    """A reference whose velocity features rise from 0 to the gait's over ramp_s seconds of the
+    gait clock (a smoothstep): the robot starts from standing still."""
+
+    base: FourierReference
+    ramp_s: float
+    velocity_rows: tuple  # indices of the ramped features in x
+
+    def _scale(self, tau, lib):
+        if self.ramp_s <= 0:
+            return 1.0
+        s = tau / self.ramp_s
+        s = ca.fmin(ca.fmax(s, 0.0), 1.0) if lib is ca else np.clip(s, 0.0, 1.0)
+        return s * s * (3 - 2 * s)
+
+    def x(self, tau):
+        """Reference features at gait time tau (SX)."""
+        ref = self.base.x(tau)
+        scale = ca.SX.ones(ref.numel())
+        for i in self.velocity_rows:
+            scale[i] = self._scale(tau, ca)
+        return ref * scale
+
+    def u(self, tau):
+        """Reference control features at gait time tau (SX)."""
+        return self.base.u(tau)
+
+    def x_at(self, t) -> np.ndarray:
+        """Numeric reference features at times t, (len(t), ny)."""
+        t = np.atleast_1d(np.asarray(t, float))
+        ref = self.base.x_at(t)
+        ref[:, list(self.velocity_rows)] *= self._scale(t, np)[:, None]
+        return ref
+
+    def u_at(self, t) -> np.ndarray:
+        """Numeric reference control features at times t."""
+        return self.base.u_at(t)
+
+
+class CentroidalMpc:
+    """Contact-implicit MPC of a floating-base 3D robot (module docstring)."""
+
+    name = "mpc"
+
+    def __init__(self, model: RobotModel, options: Mpc3dOptions = Mpc3dOptions(), *, verbose: bool = True):
+        options.validate()
+        if not model.name.isidentifier():
+            raise ValueError(f"robot name {model.name!r}: the MPC names its generated C code after the robot, so the "
+                             "name must be a C identifier (letters, digits, '_')")
+        from robots.codegen import compile_functions
+
+        self.model, self.options = model, options
+        self.srb = SingleRigidBody.from_model(model)
+        self.problem = CentroidalOcp(self.srb, options.ocp)
+        self.gait = periodic_gait3d(self.problem, options.task, verbose=verbose)
+        base = FourierReference.fit(self.gait)
+        self.reference = RampedReference(base, options.ramp_s, (3, 4, 8))
+        w_x, w_u = feature_weights(self.problem)
+        weights = CostWeights(w_x=w_x, w_u=w_u, z_l1=options.z_l1, z_l2=options.z_l2)
+        self.rti = RtiSolver(self.problem, self.reference, weights,
+                             RtiOptions(qp_iter_max=options.qp_iter_max, hpipm_mode=options.hpipm_mode, qp_tol=1e-3),
+                             verbose=verbose)
+        lib = compile_functions(build_layer(model, self.problem), lib_name=f"wholebody_{model.name}", verbose=verbose)
+        self._srb_state = lib.functions["srb_state"]
+        self._command = lib.functions["joint_command"]
+        nx, nu = self.problem.nx, self.problem.nu
+        self._in_state = np.zeros(model.nq + model.nv)
+        self._in_cmd = np.zeros(model.nq + model.nv + 2 * nx + nu)
+        self._out_cmd = np.zeros(3 * model.nu)
+        self._pairs = compile_functions([self.problem.pairs], lib_name=f"srb_pairs_{model.name}",
+                                        verbose=False).functions["pairs"]
+        self._pairs_in = np.zeros(nx + nu)
+        self._pairs_out = np.zeros(2 * self.problem.n_pairs)
+        self._kp = np.full(model.nu, options.kp)
+        self._kd = np.full(model.nu, options.kd)
+        self._kp.flags.writeable = self._kd.flags.writeable = False
+        self.offset: float | None = None
+        self._info: dict = {}
+        self._executed = None
+        self._plan_x = self._plan_u = None
+        self._tick_ok = False
+        self._fallback_k = 0
+        # presolve at the nominal stance (the scenario's start): the first tick starts from a
+        # converged-ish plan, not from one iteration away from a guess
+        x_stand = self._measured(model.q0, np.zeros(model.nv))
+        self._guess(x_stand, 0.0)
+        for _ in range(PRESOLVE_ITERATIONS):
+            self.rti.prepare()
+            self.rti.feedback(np.append(x_stand, 0.0))
+        self.rti.prepare()
+        self.rti.take_stats()
+
+    def _measured(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The OCP state of the measured robot."""
+        nq = self.model.nq
+        self._in_state[:nq], self._in_state[nq:] = q, v
+        return self._srb_state.call_flat(self._in_state).copy()
+
+    def _guess(self, x0: np.ndarray, tau0: float) -> None:
+        """The horizon's guess: x0 held (feet still, the weight shared), clock from tau0."""
+        n, dt = self.options.n_stages, self.options.dt
+        xs = np.tile(np.append(x0, 0.0), (n + 1, 1))
+        xs[:, -1] = tau0 + dt * np.arange(n + 1)
+        us = np.tile(self.problem.standing_control(), (n, 1))
+        self.rti.io.set(xs, us)
+
+    def compute(self, t: float, q: np.ndarray, v: np.ndarray, contact: np.ndarray) -> tuple[JointCommand, dict]:
+        """Feedback phase at (t, q, v), then the whole-body layer; returns the command and its
+        phases (s)."""
+        t0 = time.perf_counter()
+        x = self._measured(q, v)
+        if self.offset is None:
+            self.offset = -t  # the gait clock starts at the first tick
+        tau = t + self.offset
+        status = self.rti.feedback(np.append(x, tau))
+        stats = self.rti.take_stats()
+        t1 = time.perf_counter()
+        self._tick_ok = status in (0, 2)
+        if self._tick_ok:
+            xs, us = self.rti.iterate()
+            self._plan_x, self._plan_u = xs.copy(), us.copy()
+            self._fallback_k = 0
+        elif self._plan_u is not None and self._fallback_k + 2 < len(self._plan_u):
+            self._fallback_k += 1  # the previous plan's next stage
+        k = self._fallback_k
+        nq, nv, nx = self.model.nq, self.model.nv, self.problem.nx
+        if self._plan_x is None:  # no plan yet (a failed first tick): hold the stance
+            xs = np.tile(np.append(x, tau), (3, 1))
+            us = self.problem.standing_control()[None, :]
+        else:
+            xs, us = self._plan_x[k:], self._plan_u[k:]
+        buf = self._in_cmd
+        buf[:nq], buf[nq:nq + nv] = q, v
+        o = nq + nv
+        buf[o:o + nx], buf[o + nx:o + 2 * nx], buf[o + 2 * nx:] = xs[1, :nx], xs[2, :nx], us[0]
+        out = self._command.call_flat(buf, self._out_cmd)
+        nu = self.model.nu
+        tau_cmd = np.clip(out[2 * nu:], -self.model.u_max, self.model.u_max)
+        cmd = JointCommand(tau_cmd, out[:nu].copy(), out[nu:2 * nu].copy(), self._kp, self._kd)
+        elapsed = time.perf_counter() - t0
+        self._executed = (x, us[0].copy())
+        self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
+                      "deadline_s": self.options.deadline_s, "slack_s": self.options.deadline_s - elapsed,
+                      "missed": int(status not in (0, 2) or elapsed > self.options.deadline_s),
+                      "gait_clock_s": tau}
+        return cmd, {"feedback": t1 - t0, "fb_tot": stats["time_tot"], "fb_qp": stats["time_qp"],
+                     "wholebody": time.perf_counter() - t1}
+
+    def prepare(self) -> dict:
+        """Shift the plan (after a failed QP: restart from the measured stance) and run the
+        preparation phase; returns its phases (s)."""
+        t0 = time.perf_counter()
+        x, u0 = self._executed
+        if self._tick_ok:
+            self.rti.shift()
+        else:
+            self.rti.solver.reset()
+            self._guess(x, self._info["gait_clock_s"] + self.options.dt)
+        nx = self.problem.nx
+        self._pairs_in[:nx], self._pairs_in[nx:] = x, u0
+        ab = self._pairs.call_flat(self._pairs_in, self._pairs_out).tolist()
+        n = self.problem.n_pairs
+        prods = [abs(a * b) for a, b in zip(ab[:n], ab[n:])]
+        k = max(range(n), key=prods.__getitem__)
+        self._info.update(complementarity=prods[k], complementarity_pair=k, complementarity_a=ab[k],
+                          complementarity_b=ab[n + k])
+        self.rti.prepare()
+        stats = self.rti.take_stats()
+        return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],
+                "prep_time_lin": stats["time_lin"]}
+
+    def tick_info(self) -> dict:
+        """Non-time per-tick record: solver status, iterations, deadline, slack, missed, complementarity."""
+        return dict(self._info)
+
+    def predicted_q(self) -> None:
+        """The reduced model's plan has no joint configurations: None (no ghost in the animation)."""
+        return None
+
+
+def make_mpc3d(model: RobotModel, **options) -> CentroidalMpc:
+    """CentroidalMpc from scenario options (unknown keys raise ValueError listing the valid ones)."""
+    valid = {f.name for f in fields(Mpc3dOptions)}
+    bad = set(options) - valid
+    if bad:
+        raise ValueError(f"unknown mpc options {sorted(bad)} for a 3D robot; valid: {sorted(valid)}")
+    return CentroidalMpc(model, replace(Mpc3dOptions(), **options))

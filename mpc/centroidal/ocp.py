@@ -1,0 +1,204 @@
+"""The contact-implicit OCP of a 3D robot's single rigid body, as a pure description.
+
+Same interface as `mpc.contact_ocp.ContactOcp` (x, u, x_next, comp, step, residuals, pairs,
+u_lb/u_ub, n_comp, options), so the acados RTI solver and the IPOPT oracle of the planar
+robots solve it unchanged; it adds soft inequalities (`ineq`, bounds `ineq_lb`/`ineq_ub`) and
+cost features (`cost_x`, `cost_u`).
+
+Variables of stage k (h = options.dt s)
+    x = (c, theta, vc, wb, p_1..p_nc)          24 for four feet
+        c      CoM position, world, m;  theta = (roll, pitch, yaw), ZYX Euler angles, rad
+        vc     CoM velocity, world, m/s; wb = angular velocity in the body frame, rad/s
+        p_i    foot i's contact point, world, m
+    u = (vf_1..vf_nc, lambda_1..lambda_nc)     28 for four feet
+        vf_i       foot i's velocity over the stage, world, m/s
+        lambda_i   4 weights >= 0 (units of m g) on the edges of foot i's friction pyramid:
+                   f_i = m g (mu (l1 - l2), mu (l3 - l4), l1 + l2 + l3 + l4): the pyramid
+                   |fx|, |fy| <= mu fz holds by the bounds alone
+Dynamics (semi-implicit Euler, forces held over the stage):
+    vc+ = vc + h (sum f_i / m + g),       c+ = c + h vc+
+    wb+ = wb + h I^-1 (sum (R^T (p_i - c)) x (R^T f_i) - wb x I wb),  theta+ = theta + h E(theta)^-1 wb+
+    p_i+ = p_i + h vf_i
+Contact (no schedule: the optimizer decides which foot carries weight when):
+    0 <= a_i = p_i,z+ + compliance fz_i  _|_  fz_i >= 0     smoothed Fischer-Burmeister, as planar
+Soft inequalities (L1 + L2 penalised slacks, like the complementarity residual):
+    |vf_i,x|, |vf_i,y| <= LIFT_SPEED a_i     a foot slides only as fast as it is lifted: a loaded
+                                             foot (a_i = sigma / fz_i, ~0) sticks, a moving one
+                                             clears the ground. Linear in (x, u): unlike the
+                                             product fz_i |vf_i| = 0, its linearization at a
+                                             resting unloaded foot is never empty.
+    R^T (p_i+ - c+) - p_i,nominal in [reach_lo, reach_hi]   (each foot's reach box, body frame)
+Cost features (translation- and yaw-invariant, so one reference serves any heading):
+    cost_x = (c_z, roll, pitch, Rz(yaw)^T vc, wb, Rz(yaw)^T (p_i - c))
+    cost_u = (Rz(yaw)^T vf_i, lambda_i)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from ..contact_ocp import OcpOptions, fischer_burmeister
+from .srb import SingleRigidBody
+
+# the complementarity pairs (a, b) of each foot, kind-major as in `CentroidalOcp.pairs`:
+# a in m or m/s, b in weights (m g)
+PAIR_NAMES = ("(gap + compliance fz) * fz", "|foot velocity xy| * fz (slip)")
+LIFT_SPEED = 50.0  # 1/s: a foot lifted 2 cm may move sideways at up to 1 m/s
+FORCE_MAX = 2.0  # weights: the largest pyramid edge coefficient
+
+
+def rot_x(a):
+    """Rotation about x by a (rad), CasADi."""
+    c, s = ca.cos(a), ca.sin(a)
+    return ca.vertcat(ca.horzcat(1, 0, 0), ca.horzcat(0, c, -s), ca.horzcat(0, s, c))
+
+
+def rot_y(a):
+    """Rotation about y by a (rad), CasADi."""
+    c, s = ca.cos(a), ca.sin(a)
+    return ca.vertcat(ca.horzcat(c, 0, s), ca.horzcat(0, 1, 0), ca.horzcat(-s, 0, c))
+
+
+def rot_z(a):
+    """Rotation about z by a (rad), CasADi."""
+    c, s = ca.cos(a), ca.sin(a)
+    return ca.vertcat(ca.horzcat(c, -s, 0), ca.horzcat(s, c, 0), ca.horzcat(0, 0, 1))
+
+
+def euler_to_rot(theta):
+    """R = Rz(yaw) Ry(pitch) Rx(roll) of theta = (roll, pitch, yaw), rad."""
+    return rot_z(theta[2]) @ rot_y(theta[1]) @ rot_x(theta[0])
+
+
+def euler_rates(theta, wb):
+    """d theta / dt (rad/s) of ZYX Euler angles for the body-frame angular velocity wb."""
+    r, p = theta[0], theta[1]
+    sr, cr, tp, cp = ca.sin(r), ca.cos(r), ca.tan(p), ca.cos(p)
+    return ca.vertcat(wb[0] + sr * tp * wb[1] + cr * tp * wb[2], cr * wb[1] - sr * wb[2], (sr * wb[1] + cr * wb[2]) / cp)
+
+
+@dataclass(frozen=True)
+class SrbLayout:
+    """Index helpers for x and u of a robot with nc feet."""
+
+    nc: int
+
+    @property
+    def nx(self) -> int:
+        """State size."""
+        return 12 + 3 * self.nc
+
+    @property
+    def nu(self) -> int:
+        """Control size."""
+        return 7 * self.nc
+
+    def foot(self, i: int) -> slice:
+        """Slice of x holding foot i's position."""
+        return slice(12 + 3 * i, 15 + 3 * i)
+
+    def foot_velocity(self, i: int) -> slice:
+        """Slice of u holding foot i's velocity."""
+        return slice(3 * i, 3 * i + 3)
+
+    def edges(self, i: int) -> slice:
+        """Slice of u holding foot i's four pyramid edge weights."""
+        return slice(3 * self.nc + 4 * i, 3 * self.nc + 4 * i + 4)
+
+
+class CentroidalOcp:
+    """Symbolic pieces of the single-rigid-body contact-implicit OCP (module docstring)."""
+
+    def __init__(self, srb: SingleRigidBody, options: OcpOptions = OcpOptions()):
+        options.validate()
+        self.srb, self.options = srb, options
+        self.model = srb  # what the shared solvers read a name from
+        nc = srb.nc
+        lay = self.layout = SrbLayout(nc)
+        self.nx, self.nu, self.nc, self.n_tau = lay.nx, lay.nu, nc, 0
+        self.weight = srb.weight
+        x, u = ca.SX.sym("x", lay.nx), ca.SX.sym("u", lay.nu)
+        c, th, vc, wb = x[0:3], x[3:6], x[6:9], x[9:12]
+        feet = [x[lay.foot(i)] for i in range(nc)]
+        vfs = [u[lay.foot_velocity(i)] for i in range(nc)]
+        forces, fzs = [], []
+        for i in range(nc):
+            lam = u[lay.edges(i)]
+            mu = float(srb.mu[i])
+            fz = lam[0] + lam[1] + lam[2] + lam[3]
+            fzs.append(fz)
+            forces.append(srb.weight * ca.vertcat(mu * (lam[0] - lam[1]), mu * (lam[2] - lam[3]), fz))
+        h = options.dt
+        R = euler_to_rot(th)
+        inertia = ca.DM(srb.inertia)
+        g = ca.DM([0.0, 0.0, -srb.gravity])
+        vc1 = vc + h * (sum(forces, ca.DM.zeros(3)) / srb.mass + g)
+        c1 = c + h * vc1
+        torque = sum((ca.cross(R.T @ (p - c), R.T @ f) for p, f in zip(feet, forces)), ca.DM.zeros(3))
+        wb1 = wb + h * ca.solve(inertia, torque - ca.cross(wb, inertia @ wb))
+        th1 = th + h * euler_rates(th, wb1)
+        feet1 = [p + h * v for p, v in zip(feet, vfs)]
+        x_next = ca.vertcat(c1, th1, vc1, wb1, *feet1)
+        R1 = euler_to_rot(th1)
+        a = ca.vertcat(*[feet1[i][2] + srb.compliance[i] * fzs[i] for i in range(nc)])
+        b = ca.vertcat(*fzs)
+        speed = ca.vertcat(*[ca.sqrt(vfs[i][0] ** 2 + vfs[i][1] ** 2 + 1e-12) for i in range(nc)])
+        self.comp = fischer_burmeister(a, b, options.sigma)
+        self.products = ca.vertcat(a * b, speed * b)
+        self.n_comp = nc
+        reach = ca.vertcat(*[R1.T @ (feet1[i] - c1) - srb.feet_nominal[i] for i in range(nc)])
+        # |vf_i,x|, |vf_i,y| <= LIFT_SPEED a_i: a foot moves sideways only as high as it is lifted
+        # (a loaded foot's a_i is sigma / fz, ~0: it sticks); linear, so never degenerate
+        slide = ca.vertcat(*[vfs[i][k] + s * LIFT_SPEED * a[i] for s in (1.0, -1.0) for i in range(nc) for k in range(2)])
+        self.ineq = ca.vertcat(reach, slide)
+        self.ineq_lb = np.concatenate([srb.reach_lo.ravel(), np.zeros(2 * nc), np.full(2 * nc, -1e3)])
+        self.ineq_ub = np.concatenate([srb.reach_hi.ravel(), np.full(2 * nc, 1e3), np.zeros(2 * nc)])
+        self.h = ca.vertcat(self.comp, self.ineq)
+        self.h_lb = np.concatenate([np.zeros(self.n_comp), self.ineq_lb])
+        self.h_ub = np.concatenate([np.zeros(self.n_comp), self.ineq_ub])
+        Rz = rot_z(th[2])
+        self.cost_x = ca.vertcat(c[2], th[0], th[1], Rz.T @ vc, wb, *[Rz.T @ (p - c) for p in feet])
+        self.cost_u = ca.vertcat(*[Rz.T @ v for v in vfs], u[3 * nc:])
+        self.x, self.u, self.x_next = x, u, x_next
+        self.step = ca.Function("step", [x, u], [x_next], ["x", "u"], ["x_next"])
+        self.residuals = ca.Function("residuals", [x, u], [self.h], ["x", "u"], ["h"])
+        self.pairs = ca.Function("pairs", [x, u], [ca.vertcat(a, speed), ca.vertcat(b, b)], ["x", "u"], ["a", "b"])
+        self.n_pairs = 2 * nc
+        self.features = ca.Function("features", [x, u], [self.cost_x, self.cost_u], ["x", "u"], ["yx", "yu"])
+        self.forces = ca.Function("forces", [u], [ca.horzcat(*forces).T], ["u"], ["f"])  # nc x 3, N
+        self.u_lb = np.zeros(lay.nu)
+        self.u_lb[: 3 * nc] = -5.0
+        self.u_ub = np.full(lay.nu, FORCE_MAX)
+        self.u_ub[: 3 * nc] = 5.0
+
+    @property
+    def fn_columns(self) -> slice:
+        """Not a column slice here: normal forces are sums of edges (see `normal_forces`)."""
+        raise AttributeError("CentroidalOcp: use normal_forces(u)")
+
+    def normal_forces(self, u: np.ndarray) -> np.ndarray:
+        """Normal forces fz (N) from control vector(s) u (..., nu) -> (..., nc)."""
+        u = np.asarray(u)
+        lam = u[..., 3 * self.nc:].reshape(*u.shape[:-1], self.nc, 4)
+        return self.weight * lam.sum(axis=-1)
+
+    def state_from(self, c, theta, vc, wb, feet) -> np.ndarray:
+        """x from its parts (feet: nc x 3)."""
+        return np.concatenate([c, theta, vc, wb, np.ravel(feet)])
+
+    def standing_state(self, yaw: float = 0.0) -> np.ndarray:
+        """The nominal stance at the origin: CoM at its standing height over the feet."""
+        srb = self.srb
+        c = np.array([0.0, 0.0, srb.height])
+        Rz = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+        feet = c + srb.feet_nominal @ Rz.T
+        feet[:, 2] = 0.0
+        return self.state_from(c, [0, 0, yaw], np.zeros(3), np.zeros(3), feet)
+
+    def standing_control(self) -> np.ndarray:
+        """Feet still, the weight shared equally (each edge 1 / (4 nc) weights)."""
+        u = np.zeros(self.nu)
+        u[3 * self.nc:] = 1.0 / (4 * self.nc)
+        return u
