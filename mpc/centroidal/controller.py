@@ -57,8 +57,8 @@ class Mpc3dOptions:
     hpipm_mode: str = "BALANCE"
     z_l1: float = 1000.0
     z_l2: float = 1e4
-    kp: float = 30.0
-    kd: float = 1.0
+    kp: float = 60.0
+    kd: float = 2.0
     deadline_s: float = 0.009
 
     def validate(self) -> "Mpc3dOptions":
