@@ -39,7 +39,9 @@ class Mpc3dOptions:
     Task: vx, vy (m/s, heading frame), yaw_rate (rad/s), period (s, reference gait), stand
     (balance on all feet). ramp_s: the reference's velocities rise from 0 over this time (s).
     OCP: dt (s per stage = control period), n_stages, sigma (gap/force relaxation, m x weights).
-    Solver: qp_iter_max, hpipm_mode, z_l1 / z_l2 (slack penalties).
+    Solver: qp_iter_max, hpipm_mode, z_l1 / z_l2 (slack penalties; z_l1 1e3 let the QP buy
+    loaded feet that slide, executed-stage complementarity p99 0.5; 1e4 sagged the turning base
+    to 0.17 m; 3e3 keeps both: docs/MPC.md).
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints.
     deadline_s: per-tick compute budget (s).
     """
@@ -55,7 +57,7 @@ class Mpc3dOptions:
     sigma: float = 1e-5
     qp_iter_max: int = 30
     hpipm_mode: str = "BALANCE"
-    z_l1: float = 1000.0
+    z_l1: float = 3e3
     z_l2: float = 1e4
     kp: float = 60.0
     kd: float = 2.0
