@@ -203,7 +203,7 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     }
     if scenario.controller == "mpc" and scenario.controller_options.get("plan") and scenario.robot == "hopper":
         from mpc.plan_transcription import require_plan_file
-        from mpc.planning.hopper_holes import terrain_from_plan
+        from mpc.terrain import terrain_from_plan
 
         try:  # the holes are the plan's own (a plan file too old to say which: reported, the run kept)
             plan = require_plan_file(scenario.controller_options["plan"])

@@ -25,9 +25,9 @@ import numpy as np
 
 from .contact_ocp import ContactOcp
 from .ipopt_ocp import TrackingCost, solve_ipopt
-from .planning.hopper_holes import terrain_from_plan
 from .planning.shipped import resolve_plan
 from .reference import TrajectoryReference
+from .terrain import terrain_from_plan
 
 # m added to the holes' horizontal semi-axes (a landing short by this much stays out). 0.06 cleared
 # all three holes or fell into the third depending on rounding in the plant; 0.10 clears them in
