@@ -310,7 +310,7 @@ def test_plan_tracking_starts_from_a_presolved_iterate(hopper, tmp_path, monkeyp
 
 
 def test_missing_plan_file_is_a_clear_error(hopper, tmp_path):
-    with pytest.raises(ValueError, match="launch plan hopper-holes"):
+    with pytest.raises(ValueError, match=r"nope.npz' does not exist; make a plan with `python -m launch plan"):
         make_mpc(hopper, plan=str(tmp_path / "nope.npz"))
 
 
