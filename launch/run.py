@@ -136,19 +136,27 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
     return finalize(folder, scenario, interrupted=interrupted, exit_codes=[p.returncode for p in procs])
 
 
-def task_targets(scenario: Scenario) -> dict:
-    """The task's targets a run is measured against: "apex_height" (m) and "vx" (m/s) where the
-    controller has them (the MPC's options or defaults), {} for the PD stand and plan tracking."""
-    targets = scenario.controller_options if scenario.controller == "mpc" else {}
-    if scenario.controller_options.get("plan"):
-        return {}  # a plan has no apex or speed target
-    if scenario.controller == "mpc" and scenario.controller_options.get("stand"):
-        return {"vx": 0.0}  # a stand task (mpc.tasks)
-    if scenario.controller == "mpc" and scenario.robot == "hopper":
-        return {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
-    if scenario.controller == "mpc":
-        return {"vx": 0.3, **targets}
-    return dict(targets)
+def mpc_task(scenario: Scenario, model=None):
+    """The task the scenario's MPC is asked to do (mpc.tasks: its options over the robot's
+    defaults, `mpc.mpc_controller.mpc_options`), None for another controller or options the
+    MPC refuses (the controller's own error ends that run)."""
+    if scenario.controller != "mpc":
+        return None
+    from mpc.mpc_controller import mpc_options
+    from robots import get_robot
+
+    model = model if model is not None else get_robot(scenario.robot)
+    try:
+        return mpc_options(model, **scenario.controller_options).task.for_model(model)
+    except ValueError:
+        return None
+
+
+def task_targets(scenario: Scenario, model=None) -> dict:
+    """The targets a run is measured against, as its task gives them: "apex_height" (m) and "vx"
+    (m/s) of a gait, "vx" 0 of a stand; {} for a plan and for the PD stand."""
+    task = mpc_task(scenario, model)
+    return {} if task is None else dict(task.targets)
 
 
 def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exit_codes=()) -> dict:
@@ -167,7 +175,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     q0_z = model.q0[model.q_names.index(z_name)] if z_name in model.q_names else None
     metrics = task_metrics(folder, q0_z)
     ctrl = read_csv(folder / "controller_ticks.csv")
-    targets = task_targets(scenario)
+    task = mpc_task(scenario, model)
+    targets = {} if task is None else task.targets
     comp = ctrl.get("complementarity")
     summary = {
         "ticks": plant["ticks"],
@@ -201,15 +210,12 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "exit_codes": list(exit_codes),
         "run_dir": str(folder),
     }
-    if scenario.controller == "mpc" and scenario.controller_options.get("plan") and scenario.robot == "hopper":
-        from mpc.plan_transcription import require_plan_file
-        from mpc.terrain import terrain_from_plan
-
-        try:  # the holes are the plan's own (a plan file too old to say which: reported, the run kept)
-            plan = require_plan_file(scenario.controller_options["plan"])
-            summary.update(holes_metrics(folder, model, terrain_from_plan(plan)))
-        except ValueError as err:
-            summary["holes_error"] = str(err)
+    try:  # a task over holes (a plan's own; a plan file gone since the run: reported, the run kept)
+        terrain = None if task is None else task.terrain()
+        if terrain is not None:
+            summary.update(holes_metrics(folder, model, terrain))
+    except (OSError, ValueError) as err:
+        summary["holes_error"] = str(err)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))
     write_plots(folder)
     return summary
