@@ -7,7 +7,7 @@
 
 A task gives the MPC (`mpc.mpc_controller.ContactMpc`) what it tracks (`reference`), the joint
 ranges it keeps (`joint_limits`), its tracking weights (`weights`) and what a run is measured
-against (`targets`). `MpcOptions.task` builds one from a scenario's controller options.
+against (`targets`, `terrain`). `MpcOptions.task` builds one from a scenario's controller options.
 
 GaitTask: `period` (s) is the length of one cycle of the offline reference gait; it is the only
 timing information given: when the feet touch down inside it is decided by the optimizer. The
@@ -244,10 +244,11 @@ class PlanTask:
         return self
 
     def validate(self, model: RobotModel) -> "PlanTask":
-        """Raise ValueError unless the plan file exists and the joint ranges name joints of
-        `model`; return self."""
+        """Raise ValueError unless `model` can track a plan (`task_kind`), the plan file exists
+        and the joint ranges name joints of `model`; return self."""
         from .plan_transcription import require_plan_file
 
+        task_kind(model)
         require_plan_file(self.plan)
         for name, *_ in self.joint_ranges or ():
             _joint_index(model, name, "plan_joint_ranges")
