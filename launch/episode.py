@@ -80,7 +80,7 @@ def _run(sc) -> dict:
     z_name = base_names(list(nominal.q_names))[1]  # as launch/run.py's finalize measures a fall
     q0_z = nominal.q0[nominal.q_names.index(z_name)] if z_name in nominal.q_names else None
     metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z)
-    targets = task_targets(sc)
+    targets = task_targets(sc, nominal)
     rows = log["rows"]
     solve = percentiles(np.array([r["solve_ms"] for r in rows])) if rows else percentiles(np.array([]))
 

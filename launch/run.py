@@ -136,24 +136,32 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
     return finalize(folder, scenario, interrupted=interrupted, exit_codes=[p.returncode for p in procs])
 
 
-def task_targets(scenario: Scenario) -> dict:
-    """The task's targets a run is measured against: "apex_height" (m) and "vx" (m/s) where the
-    controller has them (the MPC's options or defaults), {} for the PD stand and plan tracking."""
-    targets = scenario.controller_options if scenario.controller == "mpc" else {}
-    if scenario.controller_options.get("plan"):
-        return {}  # a plan has no apex or speed target
-    if scenario.controller == "mpc" and scenario.controller_options.get("stand"):
-        return {"vx": 0.0}  # a stand task (mpc.tasks)
-    if scenario.controller == "mpc" and scenario.robot == "hopper":
-        return {"apex_height": 0.45, "vx": 0.3, **targets}  # the MPC's defaults (mpc.mpc_controller)
+def mpc_task(scenario: Scenario, model=None):
+    """The task the scenario's MPC is asked to do (mpc.tasks: its options over the robot's
+    defaults, `mpc.mpc_controller.mpc_options`), None for another controller or options the
+    MPC refuses (the controller's own error ends that run)."""
+    if scenario.controller != "mpc":
+        return None
+    from mpc.mpc_controller import mpc_options
     from robots import get_robot
 
-    if scenario.controller == "mpc" and get_robot(scenario.robot).floating_base:  # mpc.centroidal's defaults
-        return {"vx": 0.0, "vy": 0.0, "yaw_rate": 0.0, **{k: v for k, v in targets.items()
-                                                            if k in ("vx", "vy", "yaw_rate")}}
-    if scenario.controller == "mpc":
-        return {"vx": 0.3, **targets}
-    return dict(targets)
+    model = model if model is not None else get_robot(scenario.robot)
+    try:
+        if model.floating_base:  # the 3D MPC (mpc.centroidal)
+            from mpc.centroidal.controller import mpc3d_options
+
+            return mpc3d_options(**scenario.controller_options).task
+        return mpc_options(model, **scenario.controller_options).task.for_model(model)
+    except ValueError:
+        return None
+
+
+def task_targets(scenario: Scenario, model=None) -> dict:
+    """The targets a run is measured against, as its task gives them: "apex_height" (m) and "vx"
+    (m/s) of a gait, "vx" 0 of a stand, "vx", "vy" (m/s) and "yaw_rate" (rad/s) of a 3D robot's
+    task; {} for a plan and for the PD stand."""
+    task = mpc_task(scenario, model)
+    return {} if task is None else dict(task.targets)
 
 
 def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exit_codes=()) -> dict:
@@ -172,7 +180,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
     q0_z = model.q0[model.q_names.index(z_name)] if z_name in model.q_names else None
     metrics = task_metrics(folder, q0_z)
     ctrl = read_csv(folder / "controller_ticks.csv")
-    targets = task_targets(scenario)
+    task = mpc_task(scenario, model)
+    targets = {} if task is None else task.targets
     comp = ctrl.get("complementarity")
     summary = {
         "ticks": plant["ticks"],
@@ -208,15 +217,12 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "exit_codes": list(exit_codes),
         "run_dir": str(folder),
     }
-    if scenario.controller == "mpc" and scenario.controller_options.get("plan") and scenario.robot == "hopper":
-        from mpc.plan_transcription import require_plan_file
-        from mpc.planning.hopper_holes import terrain_from_plan
-
-        try:  # the holes are the plan's own (a plan file too old to say which: reported, the run kept)
-            plan = require_plan_file(scenario.controller_options["plan"])
-            summary.update(holes_metrics(folder, model, terrain_from_plan(plan)))
-        except ValueError as err:
-            summary["holes_error"] = str(err)
+    try:  # a task over holes (a plan's own; a plan file gone since the run: reported, the run kept)
+        terrain = None if task is None else task.terrain()
+        if terrain is not None:
+            summary.update(holes_metrics(folder, model, terrain))
+    except (OSError, ValueError) as err:
+        summary["holes_error"] = str(err)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))
     write_plots(folder)
     return summary

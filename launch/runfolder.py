@@ -223,8 +223,8 @@ def touchdown_replanning(folder: Path, scenario) -> dict | None:
 
 
 def holes_metrics(folder: Path, model, terrain) -> dict:
-    """For the hopper-holes task (the holes of the tracked plan, a
-    mpc.planning.hopper_holes.HoleTerrain; the plant's ground is flat): the foot falls into a
+    """For a task over holes (`terrain`: the tracked plan's holes, an mpc.terrain.HoleTerrain;
+    the plant's ground is flat; the foot is the robot's first contact): the foot falls into a
     hole when it is in contact with the ground with its centre over the hole's opening by more
     than the foot radius (|x - xc| < semi_x - r_foot: a foot resting on an edge straddles it).
     A hole is cleared when the foot touched the ground beyond it (x - xc >= semi_x - r_foot)

@@ -128,10 +128,10 @@ class Scenario:
         _check_model_errors(self)
         plan = self.controller_options.get("plan")
         if plan is not None:  # checked here, before the run: the controller's child process would only die on it
-            from mpc.plan_transcription import require_plan_file
+            from mpc.planning.shipped import resolve_plan
 
             try:
-                require_plan_file(plan)
+                resolve_plan(plan)
             except ValueError as err:
                 raise ValueError(f"scenario {self.name!r}: {err}") from None
         return self

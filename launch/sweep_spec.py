@@ -147,9 +147,11 @@ class SweepSpec:
             changes["duration_s"] = duration_s
         base = dataclasses.replace(base, **changes)
         plan = base.controller_options.get("plan")
-        if plan is not None:  # workers may run in another folder: the plan file by its absolute path
+        if plan is not None:  # the file the episodes track (the user's or the shipped plan), by its absolute
+            from mpc.planning.shipped import resolve_plan  # path: workers may run in another folder
+
             base = dataclasses.replace(base, controller_options={**base.controller_options,
-                                                                 "plan": str(Path(plan).resolve())})
+                                                                 "plan": str(resolve_plan(plan)[0].resolve())})
         varied: dict = {}
         for text in vary:
             fname, values = parse_vary(text)

@@ -2,7 +2,7 @@
 
 The gait problem is the MPC's own OCP (`ContactOcp`, same dynamics and smoothed
 complementarity) over one period T, with a free initial state and periodicity
-x_N = x_0 + (forward displacement vx T). For the hopper the period starts at the apex
+x_N = x_0 + (forward displacement vx T). For a hopping robot the period starts at the apex
 (z = apex height, vertical speed 0); no contact schedule is given: the solver finds when the
 foot lands and lifts off. The result is cached on disk by a hash of robot, task and options.
 
@@ -22,10 +22,10 @@ from robots.model import RobotModel
 
 from .contact_ocp import ContactOcp, OcpOptions
 from .ipopt_ocp import TrackingCost, solve_ipopt
-from .tasks import Task
+from .tasks import GaitTask
 
 
-GAIT_COST_VERSION = 1  # bump when gait_cost or Task.gait_constraints change
+GAIT_COST_VERSION = 1  # bump when gait_cost or GaitTask.gait_constraints change
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Gait:
         return xs, self.u[kk]
 
 
-def gait_cost(ocp: ContactOcp, task: Task, n: int) -> TrackingCost:
+def gait_cost(ocp: ContactOcp, task: GaitTask, n: int) -> TrackingCost:
     """Effort-like cost of the gait problem: torques, joint velocities, forces, forward speed."""
     model = ocp.model
     nq = model.nq
@@ -70,21 +70,22 @@ def gait_cost(ocp: ContactOcp, task: Task, n: int) -> TrackingCost:
     return TrackingCost(w=w, w_e=np.zeros(ocp.nx), yref=yref, xref_e=np.zeros(ocp.nx), z_l1=1e3, z_l2=1e5)
 
 
-def _key(model: RobotModel, task: Task, options: OcpOptions, n: int) -> str:
+def _key(model: RobotModel, task: GaitTask, options: OcpOptions, n: int) -> str:
     options = replace(options, n_stages=n)  # the MPC horizon does not change the gait
     ocp = ContactOcp(model, options)
     formulation = str(ocp.x_next) + str(ocp.comp)  # any change of dynamics or contact model re-solves
     # the task's constraints and initial guess read q0, the joint ranges and the guess pose: a
     # robot from outside the library may change them without changing its name or params
     guess = task.validate(model).apex_state(model).tolist()
+    fields = {k: v for k, v in asdict(task).items() if k != "guess_pose"}  # the guess pose is in "guess"
     blob = json.dumps({"robot": model.name, "params": {k: str(v) for k, v in model.params.items()},
-                       "task": asdict(task), "options": asdict(options), "n": n, "formulation": formulation,
+                       "task": fields, "options": asdict(options), "n": n, "formulation": formulation,
                        "costs": GAIT_COST_VERSION, "q0": model.q0.tolist(), "q_min": model.q_min.tolist(),
                        "q_max": model.q_max.tolist(), "guess": guess}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def periodic_gait(model: RobotModel, task: Task, options: OcpOptions, *, use_cache: bool = True,
+def periodic_gait(model: RobotModel, task: GaitTask, options: OcpOptions, *, use_cache: bool = True,
                   verbose: bool = True) -> Gait:
     """The periodic reference gait of `task` (cached in <cache>/gaits/), solved by IPOPT with a
     relaxation homotopy sigma = 100 s, 10 s, s (s = options.sigma) from a trivial guess."""

@@ -23,14 +23,10 @@ from sim.protocol import JointCommand, actuated_joints
 
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
 from .contact_ocp import ContactOcp, OcpOptions
-from .gaits import periodic_gait
-from .reference import FourierReference
-from .tasks import Task
+from .tasks import GaitTask, PlanTask
 
-# tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the forward position's
-# weight (10: with the plan re-solved on the MPC's model, 10 cleared the three holes and 30
-# fell) and the SQP-RTI iterations at the plan's start before the first tick (see __init__)
-PLAN_X_WEIGHT = 10.0
+# tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the SQP-RTI iterations at
+# the plan's start before the first tick (see __init__)
 PLAN_PRESOLVE_ITERATIONS = 40
 DEFAULT_VX = 0.3  # m/s, the forward speed of a walking or hopping task when none is given
 TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this is in contact (touchdown records)
@@ -38,10 +34,12 @@ TOUCHDOWN_LOAD = 0.2  # weights: a foot whose planned normal force exceeds this 
 
 @dataclass(frozen=True)
 class MpcOptions:
-    """Everything the MPC controller is configured by (scenario `controller_options`).
+    """Everything the MPC controller is configured by (scenario `controller_options`, over the
+    robot's `controller_defaults["mpc"]`: `mpc_options`).
 
-    Task: vx (m/s), apex_height (m, hopping robots: one contact), period (s, reference gait),
-    stand (stand still in q0; vx must be 0; see mpc.tasks).
+    Task (`task`, see mpc.tasks): vx (m/s), apex_height (m, hopping robots: one contact), period
+    (s, reference gait), stand (stand still in q0; vx must be 0), guess_pose ({joint: rad} of the
+    gait optimizer's initial guess); or plan, with plan_joint_ranges ({joint: [lower, upper]}, rad).
     OCP: dt (s per stage; equal to the control period so that the warm start shifts by one
     stage), n_stages, sigma, sigma_friction (relaxations, see mpc.contact_ocp).
     Solver: qp_iter_max, qp_tol, cond_n (partial condensing horizon), hpipm_mode.
@@ -53,6 +51,7 @@ class MpcOptions:
     inject_delay_s: test hook, sleep this long inside the feedback (simulates a solver timeout).
     plan: path of an offline plan (plan.npz of `python -m launch plan`) to track instead of a
     periodic gait; its time axis is the plant's time (the plan starts at t = 0).
+    plan_joint_ranges: the joint ranges the plan was made within, kept instead of the model's.
     """
 
     vx: float | None = None  # None: DEFAULT_VX, or 0 for a stand task
@@ -73,6 +72,13 @@ class MpcOptions:
     inject_delay_s: float = 0.0
     plan: str | None = None
     stand: bool = False
+    guess_pose: tuple[tuple[str, float], ...] = ()
+    plan_joint_ranges: tuple[tuple[str, float, float], ...] | None = None
+
+    def __post_init__(self) -> None:  # the pose and the ranges as tuples ({joint: ...} in TOML and JSON)
+        object.__setattr__(self, "guess_pose", GaitTask(guess_pose=self.guess_pose).guess_pose)
+        if self.plan_joint_ranges is not None:
+            object.__setattr__(self, "plan_joint_ranges", PlanTask("", self.plan_joint_ranges).joint_ranges)
 
     def validate(self) -> "MpcOptions":
         """Raise ValueError naming the bad field; return self."""
@@ -84,15 +90,20 @@ class MpcOptions:
             raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
         if not self.z_l1 > 0:
             raise ValueError(f"mpc z_l1 (slack penalty) must be > 0, got {self.z_l1}")
+        if self.plan_joint_ranges is not None and self.plan is None:
+            raise ValueError("mpc plan_joint_ranges apply to a plan: give plan too, or remove them")
         if self.n_stages * self.dt < 0.1:
             raise ValueError(f"mpc horizon n_stages * dt = {self.n_stages * self.dt:.3f} s is too short; use >= 0.1 s")
         return self
 
     @property
-    def task(self) -> Task:
-        """The locomotion task part."""
+    def task(self) -> GaitTask | PlanTask:
+        """What the MPC is asked to do: a PlanTask with a plan, else a GaitTask (hop, walk, stand)."""
+        if self.plan is not None:
+            return PlanTask(self.plan, self.plan_joint_ranges)
         vx = self.vx if self.vx is not None else 0.0 if self.stand else DEFAULT_VX
-        return Task(vx=vx, apex_height=self.apex_height, period=self.period, stand=self.stand)
+        return GaitTask(vx=vx, apex_height=self.apex_height, period=self.period, stand=self.stand,
+                        guess_pose=self.guess_pose)
 
     @property
     def ocp(self) -> OcpOptions:
@@ -115,7 +126,8 @@ def default_weights(problem: ContactOcp) -> CostWeights:
 
 
 class ContactMpc:
-    """Contact-implicit MPC over the robot's periodic reference gait (see module docstring)."""
+    """Contact-implicit MPC tracking its task's reference: a periodic gait or a plan (see module
+    docstring and mpc.tasks)."""
 
     name = "mpc"
 
@@ -126,29 +138,16 @@ class ContactMpc:
                              "name must be a C identifier (letters, digits, '_'); name the model e.g. "
                              f"{''.join(c if c.isalnum() else '_' for c in model.name)!r}")
         task = options.task.for_model(model).validate(model)
-        self.model, self.options = model, options
+        self.model, self.options, self.task = model, options, task
         self.problem = ContactOcp(model, options.ocp)
-        weights = replace(default_weights(self.problem), z_l1=options.z_l1)
-        if options.plan is None:
-            self.gait = periodic_gait(model, task, options.ocp, verbose=verbose)
-            self.reference = FourierReference.fit(self.gait)
-        else:
-            self.gait = None
-            from robots.codegen import default_cache_dir
-
-            from .plan_transcription import transcribe_plan
-
-            # the plan re-solved on this MPC's model (contact forces included; docs/MPC.md)
-            self.reference = transcribe_plan(self.problem, options.plan, cache=default_cache_dir() / "plans",
-                                             verbose=verbose)
-            w_x = weights.w_x.copy()
-            w_x[model.q_names.index("x")] = PLAN_X_WEIGHT  # where the feet land matters when tracking a plan
-            weights = replace(weights, w_x=w_x)
+        # a periodic gait (self.gait) and its reference, or a plan re-solved on this MPC's model
+        # (contact forces included; docs/MPC.md) and no gait
+        self.gait, self.reference = task.reference(self.problem, verbose=verbose)
+        weights = task.weights(model, replace(default_weights(self.problem), z_l1=options.z_l1))
         self.rti = RtiSolver(self.problem, self.reference, weights,
                              RtiOptions(qp_iter_max=options.qp_iter_max, qp_tol=options.qp_tol,
                                         cond_n=options.cond_n, hpipm_mode=options.hpipm_mode),
-                             joint_limits=task.joint_limits(model) if options.plan is None else plan_joint_limits(model),
-                             verbose=verbose)
+                             joint_limits=task.joint_limits(model), verbose=verbose)
         self.joints = actuated_joints(model)
         self.offset: float | None = None
         self._plan_x = self._plan_u = None  # the iterate of the last successful feedback (fallback plan)
@@ -176,7 +175,7 @@ class ContactMpc:
         self.rti.prepare()
         self.rti.feedback(np.append(x_ref, 0.0))
         self._presolved = False
-        if options.plan is not None:
+        if not task.periodic:
             # the first tick starts from iterations at the plan's own start (the robot starts
             # there; its clock is the plant's), not from one real-time iteration from the
             # reference: from the plan file's force-free reference that one iteration commanded
@@ -320,38 +319,18 @@ class ContactMpc:
         return self._plan_x[:, : self.model.nq].copy() if self._tick_ok and self._plan_x is not None else None
 
 
-def plan_joint_limits(model: RobotModel):
-    """(indices in q, lower, upper) of the joint ranges (rad) the offline planner kept the
-    hopper in (mpc.planning.hopper_holes.HopperTask: |hip| <= 3 pi / 8, |knee| <= pi / 2);
-    None for another robot."""
-    if model.name != "hopper":
-        return None
-    from mpc.planning.hopper_holes import HopperTask
-
-    task = HopperTask()
-    idx = np.array([model.q_names.index("hip"), model.q_names.index("knee")])
-    hi = np.array([task.hip_max, task.knee_max])
-    return idx, -hi, hi
-
-
-# per-robot tuning, as data (a robot not listed gets MpcOptions' defaults, its task from its
-# structure: mpc.tasks.task_kind; a scenario's controller_options override both). Measured,
-# docs/MPC.md: the hopper's QP is solved with HPIPM's SPEED_ABS
-# preset (acados feedback p50 0.32 ms against 0.58 with BALANCE in back-to-back 10 s runs, same
-# gait, survives a 2 N s push); the quadruped's whole-body QP (23 states, 24 controls per stage)
-# over 0.2 s without partial condensing, with BALANCE (SPEED_ABS fell; 15 stages fell) and a
-# slack penalty z_l1 of 1000 (at 100 it fell on the ros21 plant and from a standing start on
-# ros23; the hopper at 1000 moves its touchdowns by a stage more often and gains nothing)
-ROBOT_DEFAULTS = {"hopper": {"apex_height": 0.45, "hpipm_mode": "SPEED_ABS"},
-                  "quadruped": {"n_stages": 20, "cond_n": None, "z_l1": 1000.0}}
+def mpc_options(model: RobotModel, **options) -> MpcOptions:
+    """MpcOptions from scenario options (unknown keys raise ValueError listing the valid ones):
+    MpcOptions' defaults, then the robot's `controller_defaults["mpc"]` (its tuning), then `options`."""
+    valid = {f.name for f in fields(MpcOptions)}
+    defaults = dict(model.controller_defaults.get("mpc", {}))
+    for given, source in ((defaults, f"{model.name}'s controller_defaults['mpc']"), (options, "scenario")):
+        bad = set(given) - valid
+        if bad:
+            raise ValueError(f"unknown mpc options {sorted(bad)} ({source}); valid: {sorted(valid)}")
+    return replace(MpcOptions(), **{**defaults, **options})
 
 
 def make_mpc(model: RobotModel, **options) -> ContactMpc:
-    """ContactMpc from scenario options (unknown keys raise ValueError listing the valid ones):
-    MpcOptions' defaults, then the robot's ROBOT_DEFAULTS entry if it has one, then `options`."""
-    valid = {f.name for f in fields(MpcOptions)}
-    bad = set(options) - valid
-    if bad:
-        raise ValueError(f"unknown mpc options {sorted(bad)}; valid: {sorted(valid)}")
-    defaults = ROBOT_DEFAULTS.get(model.name, {})
-    return ContactMpc(model, replace(MpcOptions(), **{**defaults, **options}))
+    """ContactMpc from scenario options, resolved by `mpc_options`."""
+    return ContactMpc(model, mpc_options(model, **options))

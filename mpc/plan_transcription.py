@@ -8,10 +8,11 @@ directly, the plan's take-offs and landings are off by centimetres, enough to la
 constraints widened by `hole_margin`: a trajectory of the MPC's model, contact forces included,
 close to the plan.
 
-    ref = transcribe_plan(problem, "runs/plans/hopper-holes/plan.npz")   # TrajectoryReference
+    ref = transcribe_plan(problem, "runs/plans/<scenario>/plan.npz")   # TrajectoryReference
 
-The default plan path stands for the plan shipped with the package while it does not exist
-(`mpc.planning.shipped`).
+The plan file must exist: a scenario that names a default plan path resolves it first (to the
+plan shipped with the package while the user has made none: launch/run.py, launch/scenario.py,
+`mpc.planning.shipped.resolve_plan`).
 """
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ import numpy as np
 
 from .contact_ocp import ContactOcp
 from .ipopt_ocp import TrackingCost, solve_ipopt
-from .planning.hopper_holes import terrain_from_plan
-from .planning.shipped import resolve_plan
 from .reference import TrajectoryReference
+from .terrain import terrain_from_plan
 
 # m added to the holes' horizontal semi-axes (a landing short by this much stays out). 0.06 cleared
 # all three holes or fell into the third depending on rounding in the plant; 0.10 clears them in
@@ -39,11 +39,13 @@ W_Q_OTHER, W_V_BASE, W_V_OTHER, W_U = 10.0, 1.0, 0.1, 1e-3
 
 
 def require_plan_file(path) -> Path:
-    """The plan file to read for the plan option `path`: `path` itself if it exists, else the
-    plan shipped with the package when `path` is the default runs/plans/hopper-holes/plan.npz
-    (`mpc.planning.shipped.resolve_plan`, which checks the shipped plan's model hash). Raises
-    ValueError naming the command that makes the plan otherwise."""
-    return resolve_plan(path)[0]
+    """`path` as a Path if the plan file exists; ValueError naming the command that makes plans
+    otherwise."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"mpc plan {str(path)!r} does not exist; make a plan with `python -m launch plan <scenario>` "
+                         "(docs/PLANNING.md)")
+    return p
 
 
 def plan_samples(problem: ContactOcp, path) -> TrajectoryReference:
@@ -101,7 +103,7 @@ def transcribe_plan(problem: ContactOcp, path, *, hole_margin: float = HOLE_MARG
 
     u_init = np.clip(np.column_stack([ur[:, :ocp.n_tau], np.zeros((n, ocp.nu - ocp.n_tau))]), ocp.u_lb, ocp.u_ub)
     if verbose:
-        print(f"[mpc] re-solving the plan on the MPC's model ({n} stages, IPOPT; ~40 s for hopper-holes)",
+        print(f"[mpc] re-solving the plan on the MPC's model ({n} stages, IPOPT; ~40 s for a 3 s plan)",
               file=sys.stderr, flush=True)
     sol = solve_ipopt(ocp, cost, x0=xr[0], x_init=xr, u_init=u_init, extra_constraints=keep_out if terrain and terrain.centers else None,
                       tol=1e-6, max_iter=3000)

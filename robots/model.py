@@ -99,6 +99,9 @@ class RobotModel:
             (soft bounds); the plants do not enforce them and the MJCF does not export them.
         floating_base: True for a 3D robot whose first 7 coordinates are the base position and
             quaternion (module docstring); then nq = nv + 1 and `velocity_map` is not identity.
+        controller_defaults: per controller name (e.g. "mpc"), the option values that controller
+            starts from on this robot (its measured tuning); a scenario's controller_options
+            override them. Data only: no dynamics, compiled function or cache key reads it.
     """
 
     name: str
@@ -123,6 +126,7 @@ class RobotModel:
     q_min: np.ndarray | None = None
     q_max: np.ndarray | None = None
     floating_base: bool = False
+    controller_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         nq, nv = self.q.numel(), self.v.numel()
@@ -156,6 +160,11 @@ class RobotModel:
         if np.any(self.q_min > self.q_max):
             bad = [n for n, lo, hi in zip(self.q_names, self.q_min, self.q_max) if lo > hi]
             raise ValueError(f"{self.name}: q_min > q_max for {bad}")
+        if not (isinstance(self.controller_defaults, Mapping)
+                and all(isinstance(k, str) and isinstance(v, Mapping) for k, v in self.controller_defaults.items())):
+            raise ValueError(f"{self.name}: controller_defaults must map controller names to option mappings, got "
+                             f"{self.controller_defaults!r}")
+        object.__setattr__(self, "controller_defaults", {k: dict(v) for k, v in self.controller_defaults.items()})
         for fname in ("B", "q0", "u_max", "q_min", "q_max"):  # private read-only copies: the model is frozen
             arr = np.array(getattr(self, fname), dtype=np.float64)
             arr.setflags(write=False)

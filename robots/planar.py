@@ -111,6 +111,7 @@ class PlanarTree:
     gravity: float = 9.81
     world_geoms: tuple[str, ...] = ()
     params: dict = field(default_factory=dict)
+    controller_defaults: dict = field(default_factory=dict)  # RobotModel.controller_defaults
 
 
 def build_planar_robot(
@@ -198,6 +199,7 @@ def build_planar_robot(
         mjcf=to_mjcf(tree),
         q_min=[-np.inf if j.range is None else j.range[0] for j in joints],
         q_max=[np.inf if j.range is None else j.range[1] for j in joints],
+        controller_defaults=tree.controller_defaults,
     )
 
 

@@ -10,9 +10,9 @@ from mpc.acados_mpc import RtiOptions, RtiSolver
 from mpc.contact_ocp import ContactOcp, OcpOptions
 from mpc.gaits import periodic_gait
 from mpc.ipopt_ocp import TrackingCost, solve_ipopt
-from mpc.mpc_controller import ROBOT_DEFAULTS, ContactMpc, MpcOptions, default_weights, make_mpc
+from mpc.mpc_controller import ContactMpc, MpcOptions, default_weights, make_mpc, mpc_options
 from mpc.reference import FourierReference, TrajectoryReference
-from mpc.tasks import Task
+from mpc.tasks import GaitTask
 from robots import get_robot
 
 
@@ -21,15 +21,20 @@ def hopper():
     return get_robot("hopper")
 
 
+# the hopper's gait task as its scenarios give it (its guess pose is its data); the solver
+# settings stay MpcOptions' own (BALANCE)
+HOPPER = {"apex_height": 0.45, "guess_pose": get_robot("hopper").controller_defaults["mpc"]["guess_pose"]}
+
+
 @pytest.fixture(scope="module")
 def hopper_gait(hopper):
-    opts = MpcOptions(apex_height=0.45)
+    opts = mpc_options(hopper)
     return periodic_gait(hopper, opts.task, opts.ocp, verbose=False)
 
 
 def test_gait_is_periodic_hops_and_respects_task(hopper, hopper_gait):
     g = hopper_gait
-    task = MpcOptions(apex_height=0.45).task
+    task = mpc_options(hopper).task
     assert g.x[0, 1] == pytest.approx(task.apex_height, abs=1e-6)  # starts at the apex
     np.testing.assert_allclose(g.x[-1, 1:], g.x[0, 1:], atol=1e-6)  # periodic
     assert g.x[-1, 0] - g.x[0, 0] == pytest.approx(task.vx * task.period, abs=1e-6)
@@ -82,7 +87,7 @@ def test_acados_converged_matches_ipopt(hopper, hopper_gait, tmp_path):
 
 
 def test_warm_start_shift_moves_every_stage(hopper, tmp_path):
-    ctrl = ContactMpc(hopper, MpcOptions(apex_height=0.45), verbose=False)
+    ctrl = ContactMpc(hopper, MpcOptions(**HOPPER), verbose=False)
     x = np.concatenate([hopper.q0 + np.array([0, 0.03, 0.2, -0.4]), np.zeros(4)])
     ctrl.compute(0.0, x[:4], x[4:], np.zeros(1, bool))
     xs, us = ctrl.rti.trajectory()
@@ -99,7 +104,7 @@ def test_warm_start_shift_moves_every_stage(hopper, tmp_path):
 
 
 def test_solver_failure_or_overrun_sends_previous_plan_and_flags_miss(hopper, monkeypatch):
-    ctrl = ContactMpc(hopper, MpcOptions(apex_height=0.45), verbose=False)
+    ctrl = ContactMpc(hopper, MpcOptions(**HOPPER), verbose=False)
     q, v = hopper.q0 + np.array([0, 0.03, 0.2, -0.4]), np.zeros(4)
     ctrl.compute(0.0, q, v, np.zeros(1, bool))
     ctrl.prepare()
@@ -117,7 +122,7 @@ def test_solver_failure_or_overrun_sends_previous_plan_and_flags_miss(hopper, mo
     np.testing.assert_allclose(xs[1:, :-1], ctrl.reference.x_at(tau + ctrl.options.dt * np.arange(1, len(xs))), atol=1e-12)
     assert xs[0, -1] == pytest.approx(tau) and np.isnan(ctrl.tick_info()["touchdown_plan_s"])
     monkeypatch.undo()
-    slow = ContactMpc(hopper, MpcOptions(apex_height=0.45, inject_delay_s=0.02, deadline_s=0.009), verbose=False)
+    slow = ContactMpc(hopper, MpcOptions(**HOPPER, inject_delay_s=0.02, deadline_s=0.009), verbose=False)
     cmd, phases = slow.compute(0.0, q, v, np.zeros(1, bool))
     assert slow.tick_info()["missed"] == 1 and phases["feedback"] > 0.009
     assert np.all(np.isfinite(cmd.tau_ff))
@@ -137,7 +142,7 @@ def test_bad_task_parameters_are_named(hopper, kwargs, match):
 
 def test_unknown_robot_is_refused():
     with pytest.raises(ValueError, match="point_mass"):
-        Task(vx=0.1).validate(get_robot("point_mass"))
+        GaitTask(vx=0.1).validate(get_robot("point_mass"))
     with pytest.raises(ValueError, match="unknown robot"):
         get_robot("no_such_robot")
 
@@ -289,28 +294,30 @@ def test_plans_are_resolved_on_the_mpc_model_with_their_contact_forces(hopper, t
 def test_plan_tracking_starts_from_a_presolved_iterate(hopper, tmp_path, monkeypatch):
     """From a reference without contact forces one real-time iteration plans the standing hopper
     sinking; the iterations at the plan's start before the first tick plan it standing. Also:
-    the leg is kept in the planner's joint ranges."""
+    the leg is kept in the planner's joint ranges (the hopper-holes scenario's)."""
     import mpc.mpc_controller as mc
     import mpc.plan_transcription as pt
+    from launch.scenario import load_scenario
 
     monkeypatch.setattr(pt, "transcribe_plan", lambda problem, path, **kw: pt.plan_samples(problem, path))
     path = _standing_plan(hopper, tmp_path / "stand.npz")
+    ranges = load_scenario("hopper-holes").controller_options["plan_joint_ranges"]
     heights = {}
     for iterations in (1, mc.PLAN_PRESOLVE_ITERATIONS):
         monkeypatch.setattr(mc, "PLAN_PRESOLVE_ITERATIONS", iterations)
-        ctrl = make_mpc(hopper, plan=path)
+        ctrl = make_mpc(hopper, plan=path, plan_joint_ranges=ranges)
         ctrl.compute(0.0, hopper.q0.copy(), np.zeros(4), np.ones(1, bool))
         xs, _ = ctrl.rti.iterate()
         heights[iterations] = xs[:, 1]
     assert heights[1].min() < hopper.q0[1] - 0.05  # one iteration: the plan sinks by > 5 cm
     np.testing.assert_allclose(heights[mc.PLAN_PRESOLVE_ITERATIONS], hopper.q0[1], atol=0.01)
-    idx, lo, hi = mc.plan_joint_limits(hopper)
+    idx, lo, hi = ctrl.task.joint_limits(hopper)
     assert [hopper.q_names[i] for i in idx] == ["hip", "knee"]
     np.testing.assert_allclose(hi, [3 * np.pi / 8, np.pi / 2]) and np.testing.assert_allclose(lo, -hi)
 
 
 def test_missing_plan_file_is_a_clear_error(hopper, tmp_path):
-    with pytest.raises(ValueError, match="launch plan hopper-holes"):
+    with pytest.raises(ValueError, match=r"nope.npz' does not exist; make a plan with `python -m launch plan"):
         make_mpc(hopper, plan=str(tmp_path / "nope.npz"))
 
 
@@ -343,7 +350,7 @@ def test_feet_in_the_air_carry_no_planned_load(tmp_path):
     u_stand[fn] = 1.0 / model.nc
     reference = TrajectoryReference.from_samples([0.0, 10.0], np.vstack([x_stand, x_stand]), [0.0, 10.0],
                                                  u_stand[None, :])
-    weights = replace(default_weights(problem), z_l1=ROBOT_DEFAULTS["quadruped"]["z_l1"])
+    weights = replace(default_weights(problem), z_l1=model.controller_defaults["mpc"]["z_l1"])
     rti = RtiSolver(problem, reference, weights, RtiOptions(hpipm_mode="BALANCE", qp_tol=1e-3),
                     cache_dir=tmp_path, verbose=False)
     x0 = x_stand.copy()

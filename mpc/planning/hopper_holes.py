@@ -29,48 +29,11 @@ import numpy as np
 from robots import get_robot
 from robots.model import RobotModel
 
+from ..terrain import HoleTerrain, terrain_arrays, terrain_from_plan  # noqa: F401 - this scenario's terrain, re-exported
 from .ocp import PlannerOptions, TimeFreezingOcp
 from .time_freezing import TANGENTS, ContactLagrangian, time_freezing_system
 
 A_N = 200.0  # auxiliary dynamics constant (Sec. 6)
-
-
-@dataclass(frozen=True)
-class HoleTerrain:
-    """Elliptic keep-out regions for the foot, centred on the ground (m). semi_x 0.25: holes
-    0.5 m wide (see the module docstring for the paper's other reading, 0.5)."""
-
-    centers: tuple[float, ...] = (0.5, 1.5, 2.5)
-    semi_x: float = 0.25
-    semi_z: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.semi_x <= 0 or self.semi_z <= 0:
-            raise ValueError(f"hole semi-axes must be > 0 m, got semi_x={self.semi_x}, semi_z={self.semi_z}")
-
-    def levels(self, px, pz):
-        """Ellipse level ((px - xc)/a)^2 + (pz/b)^2 per hole (>= 1 outside); numpy or SX inputs."""
-        return [((px - xc) / self.semi_x) ** 2 + (pz / self.semi_z) ** 2 for xc in self.centers]
-
-
-def terrain_arrays(terrain: HoleTerrain) -> dict[str, np.ndarray]:
-    """The terrain as named arrays (hole_centers, hole_semi_x, hole_semi_z; m) for a plan file."""
-    return {"hole_centers": np.asarray(terrain.centers, dtype=float), "hole_semi_x": np.float64(terrain.semi_x),
-            "hole_semi_z": np.float64(terrain.semi_z)}
-
-
-def terrain_from_plan(path, *, required: bool = True) -> HoleTerrain | None:
-    """The terrain a plan file (plan.npz of `python -m launch plan hopper-holes`) avoids. A file
-    without one (written before plan files carried it, or another robot's): ValueError if
-    `required`, else None."""
-    with np.load(path) as d:
-        if "hole_semi_x" not in d:
-            if not required:
-                return None
-            raise ValueError(f"plan {path!s} does not say which holes it avoids (written before plan files "
-                             "carried hole_centers/hole_semi_x); make it again with `python -m launch plan hopper-holes`")
-        return HoleTerrain(centers=tuple(float(c) for c in d["hole_centers"]), semi_x=float(d["hole_semi_x"]),
-                           semi_z=float(d["hole_semi_z"]))
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,12 @@ PARAMS = {
 # the joint ranges a controller keeps (rad; the model's q_min/q_max, the MPC's choice)
 JOINT_RANGES = {"hip": (-0.2, 1.8), "knee": (-2.6, -0.6)}
 LEGS = (("fl", 1.0), ("fr", 1.0), ("hl", -1.0), ("hr", -1.0))
+# the MPC's tuning on this robot (mpc.mpc_controller.MpcOptions fields; docs/MPC.md, measured in
+# 10 s closed loops): the whole-body QP (23 states, 24 controls per stage) over 0.2 s without
+# partial condensing (cond_n None), with BALANCE (SPEED_ABS fell; 15 stages fell) and a slack
+# penalty z_l1 of 1000 (at 100 it fell on the ros21 plant and from a standing start on ros23).
+# A scenario's controller_options override these.
+MPC_DEFAULTS = {"n_stages": 20, "cond_n": None, "z_l1": 1000.0}
 
 
 def build(**overrides):
@@ -62,6 +68,7 @@ def build(**overrides):
                            segment=((0.0, 0.0), (0.0, -p["l_calf"]))))
         contacts.append(PointContact(f"{leg}_foot", f"{leg}_calf", (0.0, -p["l_calf"]), mu=p["mu"],
                                      stiffness=p["k_contact"], damping=p["b_contact"], radius=p["r_foot"]))
-    tree = PlanarTree("quadruped", tuple(bodies), tuple(contacts), gravity=p["g"], params=p)
+    tree = PlanarTree("quadruped", tuple(bodies), tuple(contacts), gravity=p["g"], params=p,
+                      controller_defaults={"mpc": MPC_DEFAULTS})
     height = p["l_thigh"] * math.cos(p["hip0"]) + p["l_calf"] * math.cos(p["hip0"] + p["knee0"])
     return build_planar_robot(tree, q0=[0.0, height, 0.0] + [p["hip0"], p["knee0"]] * len(LEGS))
