@@ -269,10 +269,16 @@ class CentroidalMpc:
         return None
 
 
-def make_mpc3d(model: RobotModel, **options) -> CentroidalMpc:
-    """CentroidalMpc from scenario options (unknown keys raise ValueError listing the valid ones)."""
+def mpc3d_options(**options) -> Mpc3dOptions:
+    """Mpc3dOptions from scenario options, validated (unknown keys raise ValueError listing the
+    valid ones)."""
     valid = {f.name for f in fields(Mpc3dOptions)}
     bad = set(options) - valid
     if bad:
         raise ValueError(f"unknown mpc options {sorted(bad)} for a 3D robot; valid: {sorted(valid)}")
-    return CentroidalMpc(model, replace(Mpc3dOptions(), **options))
+    return replace(Mpc3dOptions(), **options).validate()
+
+
+def make_mpc3d(model: RobotModel, **options) -> CentroidalMpc:
+    """CentroidalMpc from scenario options (`mpc3d_options`)."""
+    return CentroidalMpc(model, mpc3d_options(**options))

@@ -44,6 +44,15 @@ class Gait3dTask:
     period: float = 0.4
     stand: bool = False
 
+    @property
+    def targets(self) -> dict:
+        """What a run is measured against: vx, vy (m/s), yaw_rate (rad/s)."""
+        return {"vx": self.vx, "vy": self.vy, "yaw_rate": self.yaw_rate}
+
+    def terrain(self):
+        """The ground the task is on: None (flat)."""
+        return None
+
     def validate(self) -> "Gait3dTask":
         """Raise ValueError naming the bad field and the fix; return self."""
         for name, limit in (("vx", MAX_SPEED), ("vy", MAX_SPEED), ("yaw_rate", MAX_YAW_RATE)):
