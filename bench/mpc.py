@@ -17,13 +17,15 @@ def _tick_times(robot: str, ticks: int) -> dict:
     """Run `ticks` control ticks of the default MPC on the ESS plant from the reference's first
     state; per-tick figures in microseconds (median and p99, after 50 warm-up ticks)."""
     from bridge import protocol as P
-    from mpc.mpc_controller import make_mpc
+    from mpc.controllers import make_controller
     from sim.registry import make_plant
 
     model = get_robot(robot)
-    ctrl = make_mpc(model)
+    options = {"vx": 0.5} if model.floating_base else {}  # go1's scenario speed; planar: the MPC's default
+    ctrl = make_controller("mpc", model, **options)
     plant = make_plant("ess", model)
-    state = plant.reset(ctrl.reference.x_at(0.0)[0][: model.nq].copy(), None)
+    q0 = model.q0.copy() if model.floating_base else ctrl.reference.x_at(0.0)[0][: model.nq].copy()
+    state = plant.reset(q0, None)
     dims = P.Dims.of(model)
     rows = []
     for k in range(ticks):
@@ -43,10 +45,11 @@ def _tick_times(robot: str, ticks: int) -> dict:
         t4 = time.perf_counter()
         acados = phases["fb_tot"] + phases["prep_time_tot"]
         rows.append((t4 - t0, acados, t4 - t0 - acados, t1 - t0, t3 - t2,
-                     (t2 - t1 - phases["fb_tot"]) + (t4 - t3 - phases["prep_time_tot"])))
+                     (t2 - t1 - phases["fb_tot"]) + (t4 - t3 - phases["prep_time_tot"]), phases.get("wholebody", 0.0)))
         state = plant.step(cmd, 0.01)
     arr = np.array(rows[50:]) * 1e6
-    names = ("tick_us", "acados_us", "outside_acados_us", "decode_us", "encode_us", "controller_python_us")
+    names = ("tick_us", "acados_us", "outside_acados_us", "decode_us", "encode_us", "controller_python_us",
+             "wholebody_us")  # the last: go1's compiled whole-body layer (part of controller_python_us), 0 planar
     out = {n: {"p50": float(np.median(arr[:, i])), "p99": float(np.percentile(arr[:, i], 99))}
            for i, n in enumerate(names)}
     out["outside_acados_share"] = float(np.median(arr[:, 2] / arr[:, 0]))
@@ -55,12 +58,13 @@ def _tick_times(robot: str, ticks: int) -> dict:
 
 
 def bench_mpc_tick(args) -> dict:
-    """The hopper's tick (and with --full the quadruped's, whose first run optimises its gait,
-    ~4 min): total, acados, and the Python around it (decode, encode, the controller's own)."""
+    """The hopper's tick (and with --full the planar quadruped's and go1's trot at 0.5 m/s, whose
+    first runs optimise their gaits, minutes): total, acados, and the Python around it (decode,
+    encode, the controller's own, go1's whole-body layer inside it)."""
     ticks = args.repeats or 800  # --repeats sets the number of ticks
     if ticks < 100:
         raise ValueError(f"mpc-tick needs --repeats >= 100 ticks (50 are warm-up), got {ticks}")
-    robots = ("hopper", "quadruped") if getattr(args, "full", False) else ("hopper",)
+    robots = ("hopper", "quadruped", "go1") if getattr(args, "full", False) else ("hopper",)
     res = {}
     for robot in robots:
         print(f"[mpc-tick] {robot}: {ticks} ticks", file=sys.stderr, flush=True)
