@@ -23,6 +23,7 @@ from sim.protocol import JointCommand, actuated_joints
 
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
 from .contact_ocp import ContactOcp, OcpOptions
+from .stage_pairs import StagePairs
 from .tasks import GaitTask, PlanTask
 
 # tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the SQP-RTI iterations at
@@ -163,12 +164,7 @@ class ContactMpc:
         self._fallback_k = 0
         self._info: dict = {}
         self._executed = None
-        from robots.codegen import compile_functions
-
-        self._pairs = compile_functions([self.problem.pairs], lib_name=f"cimpc_pairs_{model.name}",
-                                        verbose=False).functions["pairs"]  # ~1 us instead of ~60 us in CasADi
-        self._pairs_in = np.zeros(self.problem.nx + self.problem.nu)
-        self._pairs_out = np.zeros(2 * self.problem.n_comp)
+        self._pairs = StagePairs(self.problem, lib_name=f"cimpc_pairs_{model.name}")
         # warm up (first-call allocations) so that the first real tick costs what every tick costs
         x_ref = self.reference.x_at(0.0)[0]
         self.rti.initialize(x_ref, 0.0)
@@ -261,15 +257,8 @@ class ContactMpc:
             t_plan = self._info["touchdown_vs_ref_s"] = float("nan")
             self.rti.restart(x, self._info["gait_clock_s"] + self.options.dt)
         self._info["touchdown_plan_s"] = t_plan
-        nx = self.problem.nx
-        self._pairs_in[:nx], self._pairs_in[nx:] = x, u0
-        ab = self._pairs.call_flat(self._pairs_in, self._pairs_out).tolist()
-        n = self.problem.n_comp  # a handful of pairs: plain Python beats numpy's per-call cost here
-        prods = [abs(a * b) for a, b in zip(ab[:n], ab[n:])]
-        k = max(range(n), key=prods.__getitem__)
         # the stage just sent: its largest |a b| and which pair (contact_ocp.PAIR_NAMES) with its a, b
-        self._info.update(complementarity=prods[k], complementarity_pair=k, complementarity_a=ab[k],
-                          complementarity_b=ab[n + k])
+        self._info.update(self._pairs.worst(x, u0))
         self.rti.prepare()
         stats = self.rti.take_stats()
         return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],

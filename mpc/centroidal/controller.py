@@ -24,6 +24,7 @@ from sim.protocol import JointCommand
 from ..acados_mpc import CostWeights, RtiOptions, RtiSolver
 from ..contact_ocp import OcpOptions
 from ..reference import FourierReference
+from ..stage_pairs import StagePairs
 from .gaits import Gait3dTask, feature_weights, periodic_gait3d
 from .ocp import CentroidalOcp
 from .srb import SingleRigidBody
@@ -160,10 +161,7 @@ class CentroidalMpc:
         self._in_state = np.zeros(model.nq + model.nv)
         self._in_cmd = np.zeros(model.nq + model.nv + 2 * nx + nu)
         self._out_cmd = np.zeros(3 * model.nu)
-        self._pairs = compile_functions([self.problem.pairs], lib_name=f"srb_pairs_{model.name}",
-                                        verbose=False).functions["pairs"]
-        self._pairs_in = np.zeros(nx + nu)
-        self._pairs_out = np.zeros(2 * self.problem.n_pairs)
+        self._pairs = StagePairs(self.problem, lib_name=f"srb_pairs_{model.name}")
         self._kp = np.full(model.nu, options.kp)
         self._kd = np.full(model.nu, options.kd)
         self._kp.flags.writeable = self._kd.flags.writeable = False
@@ -249,14 +247,7 @@ class CentroidalMpc:
         else:
             self.rti.solver.reset()
             self._guess(x, self._info["gait_clock_s"] + self.options.dt)
-        nx = self.problem.nx
-        self._pairs_in[:nx], self._pairs_in[nx:] = x, u0
-        ab = self._pairs.call_flat(self._pairs_in, self._pairs_out).tolist()
-        n = self.problem.n_pairs
-        prods = [abs(a * b) for a, b in zip(ab[:n], ab[n:])]
-        k = max(range(n), key=prods.__getitem__)
-        self._info.update(complementarity=prods[k], complementarity_pair=k, complementarity_a=ab[k],
-                          complementarity_b=ab[n + k])
+        self._info.update(self._pairs.worst(x, u0))  # the stage just sent (centroidal.ocp.PAIR_NAMES)
         self.rti.prepare()
         stats = self.rti.take_stats()
         return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],
