@@ -56,7 +56,7 @@ class Mpc3dOptions:
     dt: float = 0.01
     n_stages: int = 20
     sigma: float = 1e-5
-    qp_iter_max: int = 30
+    qp_iter_max: int = 20
     hpipm_mode: str = "SPEED"  # 3 s lockstep trot: solve p50/p99 2.9/3.9 ms against BALANCE's 3.7/5.1, same gait
     cond_n: int | None = None
     z_l1: float = 3e3

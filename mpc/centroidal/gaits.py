@@ -136,6 +136,7 @@ def _key(ocp: CentroidalOcp, task: Gait3dTask, n: int) -> str:
                                for k, v in asdict(ocp.srb).items()},
                        "task": asdict(task), "options": asdict(ocp.options), "n": n,
                        "formulation": str(ocp.x_next) + str(ocp.h) + str(ocp.cost_x),
+                       "bounds": [ocp.u_lb.tolist(), ocp.u_ub.tolist(), ocp.h_lb.tolist(), ocp.h_ub.tolist()],
                        "version": GAIT3D_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -45,8 +45,9 @@ from .srb import SingleRigidBody
 # the complementarity pairs (a, b) of each foot, kind-major as in `CentroidalOcp.pairs`:
 # a in m or m/s, b in weights (m g)
 PAIR_NAMES = ("(gap + compliance fz) * fz", "|foot velocity xy| * fz (slip)")
+FOOT_SPEED_MAX = np.array([2.5, 2.5, 1.5])  # m/s (x, y, z): a swinging foot's speed limit
 LIFT_SPEED = 50.0  # 1/s: a foot lifted 2 cm may move sideways at up to 1 m/s
-FORCE_MAX = 2.0  # weights: the largest pyramid edge coefficient
+FORCE_MAX = 0.75  # weights: the largest pyramid edge weight (a foot carries at most 3 m g)
 
 
 def rot_x(a):
@@ -169,9 +170,9 @@ class CentroidalOcp:
         self.features = ca.Function("features", [x, u], [self.cost_x, self.cost_u], ["x", "u"], ["yx", "yu"])
         self.forces = ca.Function("forces", [u], [ca.horzcat(*forces).T], ["u"], ["f"])  # nc x 3, N
         self.u_lb = np.zeros(lay.nu)
-        self.u_lb[: 3 * nc] = -5.0
+        self.u_lb[: 3 * nc] = -np.tile(FOOT_SPEED_MAX, nc)
         self.u_ub = np.full(lay.nu, FORCE_MAX)
-        self.u_ub[: 3 * nc] = 5.0
+        self.u_ub[: 3 * nc] = np.tile(FOOT_SPEED_MAX, nc)
 
     @property
     def fn_columns(self) -> slice:
