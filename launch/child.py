@@ -8,6 +8,7 @@ nothing of scenarios.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,19 @@ def _scenario(folder: Path):
     return Scenario.from_json((folder / "scenario.json").read_text())
 
 
+def realtime_priority(sc, role: str) -> None:
+    """Put this process under SCHED_FIFO at the scenario's rt_priority (realtime mode only);
+    one line on stderr (the process's log) says what it got."""
+    if sc.mode != "realtime" or not sc.rt_priority:
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(sc.rt_priority))
+        print(f"[{role}] SCHED_FIFO priority {sc.rt_priority}", file=sys.stderr, flush=True)
+    except (PermissionError, OSError, AttributeError) as err:
+        print(f"[{role}] rt_priority {sc.rt_priority} not granted ({err}); normal scheduler", file=sys.stderr,
+              flush=True)
+
+
 def serve(folder: Path) -> int:
     """Run the plant server of the scenario in `folder`; logs go there."""
     t_start = time.perf_counter()
@@ -53,6 +67,7 @@ def serve(folder: Path) -> int:
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
                          log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis,
                          live=live.read_text().strip() if live.exists() else None)
+    realtime_priority(sc, "plant")  # before the server's ZeroMQ context: its I/O thread inherits it
     PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start).run()
     return 0
 
@@ -87,6 +102,7 @@ def control(folder: Path) -> int:
     if not endpoint:
         print("controller: the plant never published its endpoint", file=sys.stderr)
         return 2
+    realtime_priority(sc, "controller")  # before the client's ZeroMQ context: its I/O thread inherits it
     client = ControllerClient(endpoint, controller, ClientOptions(log_dir=str(folder), name=sc.controller))
     summary = client.run()
     if summary["exit_code"]:

@@ -37,7 +37,10 @@ class Scenario:
     friction_mu replaces its friction coefficient (None: the robot's own), ground_stiffness_scale
     multiplies its contact stiffness; command_latency_ticks delays every command by that many
     control ticks; sensor_noise_q (m, rad) and sensor_noise_v (m/s, rad/s) are the standard
-    deviations of Gaussian noise on the q and v the controller sees, drawn from `seed`."""
+    deviations of Gaussian noise on the q and v the controller sees, drawn from `seed`.
+    rt_priority: in realtime mode, both processes run under the SCHED_FIFO scheduler at this
+    priority (1-99) as a robot's control processes do; 0 leaves them to the normal scheduler. A
+    process that may not (no CAP_SYS_NICE) says so in its log and runs normally."""
 
     name: str
     robot: str
@@ -61,6 +64,7 @@ class Scenario:
     command_latency_ticks: int = 0
     sensor_noise_q: float = 0.0
     sensor_noise_v: float = 0.0
+    rt_priority: int = 0
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
 
@@ -123,6 +127,10 @@ class Scenario:
         if self.push_at_s is not None and not 0 < self.push_at_s < self.duration_s:
             raise ValueError(f"scenario {self.name!r}: push_at_s must be inside the run (0, {self.duration_s}) s, "
                              f"got {self.push_at_s}")
+        if not (isinstance(self.rt_priority, int) and not isinstance(self.rt_priority, bool)
+                and 0 <= self.rt_priority <= 99):
+            raise ValueError(f"scenario {self.name!r}: rt_priority must be an integer in [0, 99] (0: the normal "
+                             f"scheduler), got {self.rt_priority!r}")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         _check_model_errors(self)

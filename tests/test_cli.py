@@ -151,3 +151,14 @@ def test_holes_metrics_count_holes_the_foot_landed_beyond(tmp_path):
     m = holes_metrics(trailing, model, HoleTerrain())
     assert (m["holes_cleared"], m["foot_in_hole"], m["t_first_in_hole"]) == (1, True, 0.05)
     assert m["final_x_m"] == 1.8
+
+
+def test_rt_priority_is_checked():
+    """Scenario.rt_priority is an integer in [0, 99]; anything else is refused naming the field."""
+    from launch.scenario import load_scenario
+
+    sc = load_scenario("go1")
+    assert sc.rt_priority == 50
+    for bad in (-1, 100, 2.5, True, "50"):
+        with pytest.raises(ValueError, match="rt_priority"):
+            sc.with_overrides(rt_priority=bad).validate()
