@@ -132,9 +132,10 @@ def _trot_guess(ocp: CentroidalOcp, task: Gait3dTask, n: int) -> tuple[np.ndarra
 
 
 def _key(ocp: CentroidalOcp, task: Gait3dTask, n: int) -> str:
+    """Cache key: the body, task, discretization (not the MPC's horizon), formulation and bounds."""
     blob = json.dumps({"srb": {k: np.asarray(v).tolist() if not isinstance(v, str) else v
                                for k, v in asdict(ocp.srb).items()},
-                       "task": asdict(task), "options": asdict(ocp.options), "n": n,
+                       "task": asdict(task), "options": asdict(replace(ocp.options, n_stages=n)), "n": n,
                        "formulation": str(ocp.x_next) + str(ocp.h) + str(ocp.cost_x),
                        "bounds": [ocp.u_lb.tolist(), ocp.u_ub.tolist(), ocp.h_lb.tolist(), ocp.h_ub.tolist()],
                        "version": GAIT3D_VERSION}, sort_keys=True)
