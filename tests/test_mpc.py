@@ -364,3 +364,11 @@ def test_feet_in_the_air_carry_no_planned_load(tmp_path):
     airborne = gap_next > 5e-3
     assert airborne.any()
     assert np.all(us[0, fn][airborne] < 0.03), (us[0, fn], gap_next)
+
+
+def test_solver_creation_prints_nothing_on_stdout(hopper, capfd):
+    """libacados's C chatter on creating a solver goes to stderr: stdout stays clean for --json."""
+    capfd.readouterr()
+    ContactMpc(hopper, MpcOptions(apex_height=0.45), verbose=False)
+    out, _ = capfd.readouterr()
+    assert out == ""
