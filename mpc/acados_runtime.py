@@ -104,22 +104,6 @@ def ocp_fingerprint(ocp: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _c_stdout_to_stderr():
-    """Send what C code prints on file descriptor 1 to stderr meanwhile (libacados prints "acados
-    was compiled without OpenMP." when a solver is created, which broke `--json` on stdout)."""
-    libc = ctypes.CDLL(None)
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        libc.fflush(None)
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def cached_ocp_solver(ocp: Any, *, cache_dir: Path | str | None = None, verbose: bool = True) -> Any:
     """An `AcadosOcpSolver` for `ocp`, generated and compiled only if not cached yet.
 
@@ -142,14 +126,16 @@ def cached_ocp_solver(ocp: Any, *, cache_dir: Path | str | None = None, verbose:
         t0 = time.perf_counter()
         chatter = io.StringIO()  # acados_template warns about untested casadi versions on stdout
         try:
-            with contextlib.redirect_stdout(chatter), _c_stdout_to_stderr():
+            with contextlib.redirect_stdout(chatter):
                 solver = template.AcadosOcpSolver(ocp, json_file=str(json_file), verbose=False)
         except Exception:
             sys.stderr.write(chatter.getvalue())
             raise
         done.write_text(f"{time.perf_counter() - t0:.3f}\n")
     else:
-        with _c_stdout_to_stderr():
+        # acados_template prints "acados was compiled without OpenMP." on every load: stderr, so
+        # that stdout stays clean for --json
+        with contextlib.redirect_stdout(sys.stderr):
             solver = template.AcadosOcpSolver(ocp, json_file=str(json_file), build=False, generate=False, verbose=False)
     solver.legmpc_built_now = built_now
     return solver

@@ -367,7 +367,7 @@ def test_feet_in_the_air_carry_no_planned_load(tmp_path):
 
 
 def test_solver_creation_prints_nothing_on_stdout(hopper, capfd):
-    """libacados's C chatter on creating a solver goes to stderr: stdout stays clean for --json."""
+    """acados_template's chatter on loading a solver goes to stderr: stdout stays clean for --json."""
     capfd.readouterr()
     ContactMpc(hopper, MpcOptions(apex_height=0.45), verbose=False)
     out, _ = capfd.readouterr()
