@@ -2,8 +2,9 @@
 
 Same interface as `mpc.contact_ocp.ContactOcp` (x, u, x_next, comp, step, residuals, pairs,
 u_lb/u_ub, n_comp, options), so the acados RTI solver and the IPOPT oracle of the planar
-robots solve it unchanged; it adds soft inequalities (`ineq`, bounds `ineq_lb`/`ineq_ub`) and
-cost features (`cost_x`, `cost_u`).
+robots solve it unchanged. It adds soft inequalities (`ineq`, bounds `ineq_lb`/`ineq_ub`; with
+the complementarity residuals they make `h`, `h_lb`, `h_ub`, what the solvers soften) and cost
+features (`cost_x`, `cost_u`).
 
 Variables of stage k (h = options.dt s)
     x = (c, theta, vc, wb, p_1..p_nc)          24 for four feet
@@ -147,7 +148,6 @@ class CentroidalOcp:
         b = ca.vertcat(*fzs)
         speed = ca.vertcat(*[ca.sqrt(vfs[i][0] ** 2 + vfs[i][1] ** 2 + 1e-12) for i in range(nc)])
         self.comp = fischer_burmeister(a, b, options.sigma)
-        self.products = ca.vertcat(a * b, speed * b)
         self.n_comp = nc
         reach = ca.vertcat(*[R1.T @ (feet1[i] - c1) - srb.feet_nominal[i] for i in range(nc)])
         # |vf_i,x|, |vf_i,y| <= LIFT_SPEED a_i: a foot moves sideways only as high as it is lifted
@@ -166,18 +166,13 @@ class CentroidalOcp:
         self.step = ca.Function("step", [x, u], [x_next], ["x", "u"], ["x_next"])
         self.residuals = ca.Function("residuals", [x, u], [self.h], ["x", "u"], ["h"])
         self.pairs = ca.Function("pairs", [x, u], [ca.vertcat(a, speed), ca.vertcat(b, b)], ["x", "u"], ["a", "b"])
-        self.n_pairs = 2 * nc
+        self.n_pairs = 2 * nc  # pairs reported per stage (`pairs`, PAIR_NAMES): gap and slip of each foot
         self.features = ca.Function("features", [x, u], [self.cost_x, self.cost_u], ["x", "u"], ["yx", "yu"])
         self.forces = ca.Function("forces", [u], [ca.horzcat(*forces).T], ["u"], ["f"])  # nc x 3, N
         self.u_lb = np.zeros(lay.nu)
         self.u_lb[: 3 * nc] = -np.tile(FOOT_SPEED_MAX, nc)
         self.u_ub = np.full(lay.nu, FORCE_MAX)
         self.u_ub[: 3 * nc] = np.tile(FOOT_SPEED_MAX, nc)
-
-    @property
-    def fn_columns(self) -> slice:
-        """Not a column slice here: normal forces are sums of edges (see `normal_forces`)."""
-        raise AttributeError("CentroidalOcp: use normal_forces(u)")
 
     def normal_forces(self, u: np.ndarray) -> np.ndarray:
         """Normal forces fz (N) from control vector(s) u (..., nu) -> (..., nc)."""
