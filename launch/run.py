@@ -77,6 +77,20 @@ def _resolve_plan(scenario: Scenario) -> Scenario:
     return scenario.with_overrides(controller_options={**scenario.controller_options, "plan": str(path)})
 
 
+def setup_step(log: Path) -> str:
+    """The last one-time setup line ("[gait3d] ...", "[acados] ...") of a child's log, shortened
+    for the progress bar; "" if there is none yet."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 4096))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    steps = [line.strip() for line in lines if line.startswith("[")]
+    return steps[-1][:90] if steps else ""
+
+
 def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True,
         live_port: int | None = None) -> dict:
     """Run `scenario` closed loop over the bridge; return summary.json's content. live_port:
@@ -119,6 +133,10 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
                     bar.update(task, completed=info["t"], info=f"t={info['t']:.1f}s misses={info['misses']}")
                 except (json.JSONDecodeError, KeyError):
                     pass
+            elif bar is not None:  # still setting up: the controller's one-time work (gait, solver build)
+                step = setup_step(folder / "controller.log")
+                if step:
+                    bar.update(task, info=step)
         controller.wait(timeout=10)
     except KeyboardInterrupt:
         interrupted = True

@@ -162,3 +162,16 @@ def test_rt_priority_is_checked():
     for bad in (-1, 100, 2.5, True, "50"):
         with pytest.raises(ValueError, match="rt_priority"):
             sc.with_overrides(rt_priority=bad).validate()
+
+
+def test_setup_step_shows_the_controllers_last_setup_line(tmp_path):
+    """While the controller sets up (gait optimization, solver build), the progress bar shows its
+    log's last "[...]" line; nothing before the log exists."""
+    from launch.run import setup_step
+
+    log = tmp_path / "controller.log"
+    assert setup_step(log) == ""
+    log.write_text("acados chatter\n[gait3d] solving the periodic go1 gait\n[gait3d]   sigma x100: ok\nother\n")
+    assert setup_step(log) == "[gait3d]   sigma x100: ok"
+    log.write_text("x" * 10000 + "\n[acados] generating and compiling solver\n")
+    assert setup_step(log) == "[acados] generating and compiling solver"
