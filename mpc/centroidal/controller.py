@@ -54,9 +54,9 @@ class Mpc3dOptions:
     stand: bool = False
     ramp_s: float = 0.5
     dt: float = 0.01
-    n_stages: int = 20
+    n_stages: int = 15  # 0.15 s: with 20, slow ticks missed the realtime deadline (docs/MPC.md)
     sigma: float = 1e-5
-    qp_iter_max: int = 20
+    qp_iter_max: int = 12
     hpipm_mode: str = "SPEED"  # 3 s lockstep trot: solve p50/p99 2.9/3.9 ms against BALANCE's 3.7/5.1, same gait
     cond_n: int | None = None
     z_l1: float = 3e3
