@@ -19,7 +19,8 @@ import numpy as np
 # the columns of an episode's row that come from the episode itself (launch/sweep.py adds the
 # episode index, the varied values and the seed in front)
 RESULT_COLUMNS = ("success", "fell", "plant_violation", "error", "ticks", "misses", "apex_height_m",
-                  "apex_error_m", "vx_mps", "vx_error_mps", "solve_p50_ms", "solve_p99_ms", "wall_s",
+                  "apex_error_m", "vx_mps", "vx_error_mps", "vy_mps", "yaw_rate_radps", "yaw_rate_error_radps",
+                  "solve_p50_ms", "solve_p99_ms", "wall_s",
                   "host", "node_id", "pid")
 
 
@@ -32,12 +33,14 @@ def run_episode(scenario) -> dict:
     row (RESULT_COLUMNS): success (did not fall, plant stayed physical, nothing raised), fell,
     plant_violation, error ("" or the exception), ticks, misses (controller ticks over their
     deadline), apex height and forward speed with their errors against the task's targets (m,
-    m/s; None without a target), solve time p50/p99 (ms: compute + prepare per tick), wall_s
+    m/s; None without a target), a floating base's sideways speed and yaw rate (the latter's
+    error too; rad/s), solve time p50/p99 (ms: compute + prepare per tick), wall_s
     (s, the whole episode with plant and controller set-up) and where it ran (host, Ray node id
     or "", pid). An exception in the plant or controller is caught into `error`."""
     t_start = time.perf_counter()
     row = {"success": False, "fell": None, "plant_violation": "", "error": "", "ticks": 0, "misses": None,
            "apex_height_m": None, "apex_error_m": None, "vx_mps": None, "vx_error_mps": None,
+           "vy_mps": None, "yaw_rate_radps": None, "yaw_rate_error_radps": None,
            "solve_p50_ms": None, "solve_p99_ms": None}
     try:
         row.update(_run(scenario))
@@ -92,4 +95,6 @@ def _run(sc) -> dict:
             "apex_height_m": metrics["apex_height_m"],
             "apex_error_m": error(metrics["apex_height_m"], targets.get("apex_height")),
             "vx_mps": metrics["vx_mps"], "vx_error_mps": error(metrics["vx_mps"], targets.get("vx")),
+            "vy_mps": metrics.get("vy_mps"), "yaw_rate_radps": metrics.get("yaw_rate_radps"),
+            "yaw_rate_error_radps": error(metrics.get("yaw_rate_radps"), targets.get("yaw_rate")),
             "solve_p50_ms": _finite_or_none(solve["p50"]), "solve_p99_ms": _finite_or_none(solve["p99"])}

@@ -200,3 +200,14 @@ def test_failed_qp_sends_the_previous_plan_and_recovers(go1, trot, monkeypatch):
     monkeypatch.setattr(ctrl.rti, "feedback", real)
     cmd, _ = ctrl.compute(state.t, state.q, state.v, state.contact)
     assert ctrl.tick_info()["status"] in (0, 2) and ctrl.tick_info()["missed"] == 0
+
+
+def test_episode_row_reports_heading_velocities(trot):
+    """A sweep episode of go1 reports its heading-frame speeds and yaw rate with the error."""
+    from launch.episode import run_episode
+    from launch.scenario import load_scenario
+
+    row = run_episode(load_scenario("go1").with_overrides(duration_s=1.0).validate())
+    assert row["error"] == "" and row["success"]
+    assert row["vy_mps"] is not None and abs(row["vy_mps"]) < 0.05
+    assert row["yaw_rate_error_radps"] == pytest.approx(row["yaw_rate_radps"])  # target 0
