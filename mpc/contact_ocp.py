@@ -87,7 +87,7 @@ def cost_features(problem) -> tuple[ca.SX, ca.SX]:
 def soft_constraints(problem) -> tuple[ca.SX, np.ndarray, np.ndarray]:
     """(h, lower, upper): every softened stage constraint of a problem. The smoothed
     complementarity residuals (bounds 0, 0), plus the problem's own `h`, `h_lb`, `h_ub` if it
-    defines them (the 3D MPC's reach boxes and foot clearance)."""
+    defines them (the 3D MPC's reach boxes and foot lift rule)."""
     if hasattr(problem, "h"):
         return problem.h, np.asarray(problem.h_lb, float), np.asarray(problem.h_ub, float)
     return problem.comp, np.zeros(problem.n_comp), np.zeros(problem.n_comp)

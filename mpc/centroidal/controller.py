@@ -26,7 +26,7 @@ from ..contact_ocp import OcpOptions
 from ..reference import FourierReference
 from ..stage_pairs import StagePairs
 from .gaits import Gait3dTask, feature_weights, periodic_gait3d
-from .ocp import CentroidalOcp
+from .ocp import FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
 from .srb import SingleRigidBody
 from .wholebody import build_layer
 
@@ -147,7 +147,7 @@ class CentroidalMpc:
         self.problem = CentroidalOcp(self.srb, options.ocp)
         self.gait = periodic_gait3d(self.problem, options.task, verbose=verbose)
         base = FourierReference.fit(self.gait)
-        self.reference = RampedReference(base, options.ramp_s, (3, 4, 8))
+        self.reference = RampedReference(base, options.ramp_s, (FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE))
         w_x, w_u = feature_weights(self.problem)
         weights = CostWeights(w_x=w_x, w_u=w_u, z_l1=options.z_l1, z_l2=options.z_l2)
         self.rti = RtiSolver(self.problem, self.reference, weights,

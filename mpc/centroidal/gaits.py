@@ -26,7 +26,7 @@ from robots.codegen import default_cache_dir
 
 from ..gaits import Gait
 from ..ipopt_ocp import TrackingCost, solve_ipopt
-from .ocp import CentroidalOcp
+from .ocp import FEATURE_FEET, FEATURE_HEIGHT, FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
 
 GAIT3D_VERSION = 3  # bump when the cost, constraints or guess below change
 MAX_SPEED = 1.5  # m/s
@@ -163,9 +163,9 @@ def periodic_gait3d(ocp: CentroidalOcp, task: Gait3dTask, *, use_cache: bool = T
             stage_ocp = CentroidalOcp(ocp.srb, opts)
             w_x, w_u = feature_weights(stage_ocp)
             yref = np.zeros((n, w_x.size + w_u.size))
-            yref[:, 0] = ocp.srb.height
-            yref[:, 3], yref[:, 4], yref[:, 8] = task.vx, task.vy, task.yaw_rate
-            yref[:, 9: 9 + 3 * ocp.nc] = ocp.srb.feet_nominal.ravel()
+            yref[:, FEATURE_HEIGHT] = ocp.srb.height
+            yref[:, FEATURE_VX], yref[:, FEATURE_VY], yref[:, FEATURE_YAW_RATE] = task.vx, task.vy, task.yaw_rate
+            yref[:, FEATURE_FEET: FEATURE_FEET + 3 * ocp.nc] = ocp.srb.feet_nominal.ravel()
             cost = TrackingCost(w=np.concatenate([w_x, w_u]), w_e=np.zeros(w_x.size), yref=yref,
                                 xref_e=np.zeros(w_x.size), z_l1=1e3, z_l2=1e5)
             sol = solve_ipopt(stage_ocp, cost, x_init=x_init, u_init=u_init,

@@ -43,6 +43,9 @@ import numpy as np
 from ..contact_ocp import OcpOptions, fischer_burmeister
 from .srb import SingleRigidBody
 
+# where the cost features (`CentroidalOcp.cost_x`, module docstring) hold the CoM height, the
+# heading-frame velocity (x, y), the yaw rate and the first foot offset
+FEATURE_HEIGHT, FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, FEATURE_FEET = 0, 3, 4, 8, 9
 # the complementarity pairs (a, b) of each foot, kind-major as in `CentroidalOcp.pairs`:
 # a in m or m/s, b in weights (m g)
 PAIR_NAMES = ("(gap + compliance fz) * fz", "|foot velocity xy| * fz (slip)")
@@ -166,7 +169,6 @@ class CentroidalOcp:
         self.step = ca.Function("step", [x, u], [x_next], ["x", "u"], ["x_next"])
         self.residuals = ca.Function("residuals", [x, u], [self.h], ["x", "u"], ["h"])
         self.pairs = ca.Function("pairs", [x, u], [ca.vertcat(a, speed), ca.vertcat(b, b)], ["x", "u"], ["a", "b"])
-        self.n_pairs = 2 * nc  # pairs reported per stage (`pairs`, PAIR_NAMES): gap and slip of each foot
         self.features = ca.Function("features", [x, u], [self.cost_x, self.cost_u], ["x", "u"], ["yx", "yu"])
         self.forces = ca.Function("forces", [u], [ca.horzcat(*forces).T], ["u"], ["f"])  # nc x 3, N
         self.u_lb = np.zeros(lay.nu)

@@ -78,8 +78,9 @@ class SingleRigidBody:
         S = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
         inertia = M[3:6, 3:6] - m * S.T @ S
         # the base is level at q0 (robots.floating.resting_configuration): base frame = world axes
-        feet = fns.contact_points(q0) - (q0[:3] + c)
-        h = float(q0[2] + c[2] - np.min(fns.contact_points(q0)[:, 2]))
+        points = fns.contact_points(q0)
+        feet = points - (q0[:3] + c)
+        h = float(q0[2] + c[2] - np.min(points[:, 2]))
         f = REACH_FRACTIONS
         lo = np.tile([-f["x"] * h, -f["y"] * h, -f["down"] * h], (model.nc, 1))
         hi = np.tile([f["x"] * h, f["y"] * h, f["up"] * h], (model.nc, 1))

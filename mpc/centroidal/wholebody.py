@@ -71,14 +71,14 @@ def build_layer(model: RobotModel, ocp: CentroidalOcp) -> list[ca.Function]:
 
     R = quat_to_rot(quat)
     cb = ca.DM(srb.com_offset)
-    points = model.contact_points()  # nc x 3, world
-    x_meas = ca.vertcat(q[:3] + R @ cb, rot_to_euler(R), R @ (v[:3] + ca.cross(v[3:6], cb)), v[3:6],
-                        ca.reshape(points.T, 3 * nc, 1))
+    feet = ca.reshape(model.contact_points().T, 3 * nc, 1)  # (p_1, ..., p_nc), world
+    x_meas = ca.vertcat(q[:3] + R @ cb, rot_to_euler(R), R @ (v[:3] + ca.cross(v[3:6], cb)), v[3:6], feet)
     srb_state = ca.Function("srb_state", [q, v], [x_meas], ["q", "v"], ["x"])
 
     legs = leg_joints(model)
-    point_fn = ca.Function("points", [q], [ca.reshape(points.T, 3 * nc, 1)])
-    jac_fn = ca.Function("foot_jacobian", [q], [ca.jacobian(ca.reshape(points.T, 3 * nc, 1), q[7:])])
+    foot_jacobian = ca.jacobian(feet, q[7:])  # d feet / d joints
+    point_fn = ca.Function("points", [q], [feet])
+    jac_fn = ca.Function("foot_jacobian", [q], [foot_jacobian])
 
     def ik(x_plan, joints):
         c, th = x_plan[0:3], x_plan[3:6]
@@ -88,14 +88,10 @@ def build_layer(model: RobotModel, ocp: CentroidalOcp) -> list[ca.Function]:
             qk = ca.vertcat(base, joints)
             err = x_plan[12: 12 + 3 * nc] - point_fn(qk)
             J = jac_fn(qk)
-            steps = []
+            dq = ca.SX.zeros(nu)
             for i, leg in enumerate(legs):
                 Ji = J[3 * i: 3 * i + 3, leg.tolist()]
-                steps.append((i, leg, ca.solve(Ji.T @ Ji + IK_DAMPING * ca.SX.eye(3), Ji.T @ err[3 * i: 3 * i + 3])))
-            dq = ca.SX.zeros(nu)
-            for _, leg, step in steps:
-                for k, j in enumerate(leg):
-                    dq[int(j)] = step[k]
+                dq[leg.tolist()] = ca.solve(Ji.T @ Ji + IK_DAMPING * ca.SX.eye(3), Ji.T @ err[3 * i: 3 * i + 3])
             joints = joints + dq
         return joints
 
@@ -105,8 +101,7 @@ def build_layer(model: RobotModel, ocp: CentroidalOcp) -> list[ca.Function]:
     q_des2 = ik(x2, q_des)
     v_des = (q_des2 - q_des) / ocp.options.dt
     forces = ca.reshape(ocp.forces(u0).T, 3 * nc, 1)  # (f_1, ..., f_nc), world, N
-    J_joints = ca.jacobian(ca.reshape(points.T, 3 * nc, 1), q[7:])
-    tau_ff = model.bias[6:] - J_joints.T @ forces
+    tau_ff = model.bias[6:] - foot_jacobian.T @ forces
     command = ca.Function("joint_command", [q, v, x1, x2, u0], [q_des, v_des, tau_ff],
                           ["q", "v", "x1", "x2", "u0"], ["q_des", "v_des", "tau_ff"])
     return [srb_state, command]
