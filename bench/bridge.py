@@ -10,11 +10,13 @@ the ratio is the protocol's own cost. The two are measured in alternating blocks
 exchanges, so that a noisy neighbour hits both alike.
 
 Measured (`python -m launch bench bridge --json`, this machine, 2 cores, 796 bytes a round
-trip in 5 + 7 frames): p50 ratio 1.37-1.46 over five runs (median 1.40; RTT ~210-265 us against
-~145-195 us bare). The protocol code of the previous release gives 1.54 on this bench. Per
-message (timeit, quiet machine): encode 1.9-2.2 us, decode STATE 5.3 us, decode COMMAND 6.7 us
-plus 1.8 us for its value check; inside the round trip these cost two to three times as much
-(cold caches between the socket calls).
+trip in 5 + 7 frames): p50 ratio 1.36-1.39 over five runs (median 1.37; RTT ~225-260 us against
+~165-190 us bare); the protocol code of the previous release gives 1.37-1.44 (median 1.39) in
+five runs interleaved with those. Per message (timeit, quiet machine): encode 1.9-2.0 us,
+decode STATE 4.6-5.2 us, decode COMMAND 4.7 us plus 1.0 us for its value check. Inside the
+round trip these cost two to three times as much: each side has just woken from a blocking
+receive, with cold caches. With the benchmark side spinning on a non-blocking receive instead,
+encode and decode cost 1.6x their timeit figures; the peer's share does not change.
 """
 from __future__ import annotations
 

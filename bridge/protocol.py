@@ -2,7 +2,7 @@
 
 A message is a ZeroMQ multipart message:
     frame 0: header = 32-byte fixed part + 16 bytes per array descriptor (little-endian)
-    frame 1..n: one raw array per frame (C order), decoded zero-copy with numpy.frombuffer
+    frame 1..n: one raw array per frame (C order), decoded with numpy.frombuffer
 Fixed part: magic b"LMPC", version u16, type u16, seq u32, sim time f64 (s),
 sender wall clock i64 (ns), array count u32.
 Descriptor: field id u16, dtype code u8, ndim u8, dim0 u32, dim1 u32, reserved u32.
@@ -77,6 +77,12 @@ class Dims:
     nc: int
     nf: int = 2
 
+    def __post_init__(self):
+        object.__setattr__(self, "_hash", hash((self.nq, self.nv, self.nu, self.nc, self.nf)))
+
+    def __hash__(self) -> int:  # computed once: the layout caches hash a Dims on every message
+        return self._hash
+
     @classmethod
     def of(cls, model) -> "Dims":
         """The Dims of a RobotModel."""
@@ -107,11 +113,22 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
 @dataclass(frozen=True)
 class _Layout:
     """A schema without free dimensions, precomputed for the fast paths: the exact descriptor
-    bytes, each frame's byte size, and per field (name, dtype, shape, is float)."""
+    bytes, each frame's byte size, per field (name, dtype, shape, is float) and its (dtype,
+    shape) `signature`; for decoding, `values` (a struct that unpacks every number of the array
+    frames joined end to end), `runs` (dtype, count, byte offset of each stretch of consecutive
+    fields of one dtype in the joined frames) and `views` (per field: name, run index, first and
+    last element in the run, and the shape to reshape to, None for 1-D)."""
 
     desc: bytes
     sizes: tuple[int, ...]
     fields: tuple[tuple[str, np.dtype, tuple, bool], ...]
+    signature: list[tuple[np.dtype, tuple]]
+    values: struct.Struct
+    runs: tuple[tuple[np.dtype, int, int], ...]
+    views: tuple[tuple[str, int, int, int, tuple | None], ...]
+
+
+_STRUCT_CODES = {"f": "d", "u": "B", "i": "q"}  # struct letters of DTYPES' kinds (all little-endian)
 
 
 @lru_cache(maxsize=256)
@@ -125,19 +142,19 @@ def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
         return None
     desc = b"".join(DESC.pack(i, DTYPE_CODES[dt], len(sh), *(sh + (0,) * (2 - len(sh))), 0)
                     for i, (_, dt, sh) in enumerate(fields))
-    return _Layout(desc, tuple(math.prod(sh) * dt.itemsize for _, dt, sh in fields),
-                   tuple((name, dt, sh, dt.kind == "f") for name, dt, sh in fields))
-
-
-def _all_finite(flat: np.ndarray) -> bool:
-    """No NaN or inf in the 1-D array `flat`. A frame of a STATE or COMMAND holds a few numbers,
-    where math.fsum costs a fifth of numpy's isfinite().all()."""
-    if flat.size <= 64:
-        try:  # the exact sum of finite values is finite unless it overflows, and inf/nan propagate
-            return math.isfinite(math.fsum(flat.tolist()))
-        except (OverflowError, ValueError):  # 1e308 + 1e308 overflows, -inf + inf raises: value by value
-            return all(map(math.isfinite, flat.tolist()))
-    return bool(np.isfinite(flat).all())
+    counts = [math.prod(sh) for _, _, sh in fields]
+    sizes = tuple(c * dt.itemsize for c, (_, dt, _) in zip(counts, fields))
+    runs, views, offset = [], [], 0
+    for (name, dt, sh), count, size in zip(fields, counts, sizes):
+        if not runs or runs[-1][0] != dt:
+            runs.append([dt, 0, offset])
+        start = runs[-1][1]
+        runs[-1][1] += count
+        views.append((name, len(runs) - 1, start, start + count, sh if len(sh) > 1 else None))
+        offset += size
+    values = struct.Struct("<" + "".join(f"{c}{_STRUCT_CODES[dt.kind]}" for c, (_, dt, _) in zip(counts, fields)))
+    return _Layout(desc, sizes, tuple((name, dt, sh, dt.kind == "f") for name, dt, sh in fields),
+                   [(dt, sh) for _, dt, sh in fields], values, tuple(map(tuple, runs)), tuple(views))
 
 
 @dataclass
@@ -213,13 +230,17 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
     if fast is not None:
         if len(arrays) != len(fast.fields):
             raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fast.fields)} arrays, got {len(arrays)}")
-        frames = [head + fast.desc]
-        for (name, dtype, shape, _), a in zip(fast.fields, arrays):
-            a = np.asarray(a)
-            if a.dtype != dtype or a.shape != shape:
-                raise ValueError(f"{name}: {a.dtype} {a.shape}, the schema needs {dtype} {shape}")
-            frames.append(a.tobytes())  # C order; pyzmq sends bytes faster than other buffers
-        return frames
+        try:
+            signature = [(a.dtype, a.shape) for a in arrays]
+        except AttributeError:  # lists or numbers: as numpy reads them
+            arrays = [np.asarray(a) for a in arrays]
+            signature = [(a.dtype, a.shape) for a in arrays]
+        if signature != fast.signature:
+            for (name, dtype, shape, _), (got_dtype, got_shape) in zip(fast.fields, signature):
+                if got_dtype != dtype or got_shape != shape:
+                    raise ValueError(f"{name}: {got_dtype} {got_shape}, the schema needs {dtype} {shape}")
+        # C order; pyzmq sends bytes faster than other buffers
+        return [head + fast.desc, *[a.tobytes() for a in arrays]]
     parts = [head]
     frames = []
     for fid, arr in enumerate(arrays):
@@ -236,17 +257,27 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
 def check_command_values(arrays: dict) -> None:
     """Raise ProtocolError("value") unless the decoded COMMAND's values are within
     COMMAND_VALUE_LIMIT and its gains kp, kd are >= 0. The arrays come from `decode`, so they
-    are finite, and sorting a few numbers in plain Python gives both ends fastest."""
+    are finite. Sorting the few numbers in plain Python, once for the three value fields and once
+    for the two gains, gives both ends fastest; only a COMMAND that fails looks field by field
+    for the error's detail."""
     limit = COMMAND_VALUE_LIMIT
+    values = arrays["tau_ff"].tolist() + arrays["q_des"].tolist() + arrays["v_des"].tolist()
+    gains = arrays["kp"].tolist() + arrays["kd"].tolist()
+    values.sort()
+    gains.sort()
+    if (not values or (-limit <= values[0] and values[-1] <= limit)) and \
+            (not gains or (0 <= gains[0] and gains[-1] <= limit)):
+        return
     for name in ("tau_ff", "q_des", "v_des", "kp", "kd"):
-        values = sorted(arrays[name].tolist())
-        if not values:
+        field = sorted(arrays[name].tolist())
+        if not field:
             continue
-        lo, hi = values[0], values[-1]
+        lo, hi = field[0], field[-1]
         if name in ("kp", "kd") and lo < 0:
             raise ProtocolError("value", f"{name} has {lo}: gains must be >= 0")
         if hi > limit or lo < -limit:
             raise ProtocolError("value", f"{name} has {hi if hi > limit else lo}: |values| must be <= {limit:g}")
+    raise AssertionError("unreachable: the joined check failed, so one field fails")
 
 
 def command_arrays(cmd, valid_until: int) -> list[np.ndarray]:
@@ -264,14 +295,51 @@ def encode_json(msg_type: int, seq: int, t: float, payload: dict) -> list:
     return encode(msg_type, seq, t, [data])
 
 
+def _decode_fixed(frames: list, dims: Dims | None, expect: tuple[int, ...] | None) -> Message | None:
+    """The fast path of `decode` for the usual message: a STATE or COMMAND of a fixed layout,
+    every frame bytes (as recv_multipart gives them), the descriptors exactly the schema's and
+    every value finite. Anything else returns None, and `decode`'s full validation then names
+    the fault. The array frames are joined into one bytes object, whose numbers one struct
+    unpacks for a single exact-sum finiteness check (math.fsum of finite values is finite unless
+    it overflows; inf and NaN propagate); the arrays are read-only views of that object."""
+    head = frames[0]
+    if type(head) is not bytes or len(head) < FIXED.size:
+        return None
+    magic, version, msg_type, seq, t, wall_ns, count = FIXED.unpack_from(head)
+    if magic != MAGIC or version != VERSION or (expect is not None and msg_type not in expect):
+        return None
+    fast = _fixed_layout(msg_type, dims)
+    if fast is None or count != len(fast.sizes) or len(frames) != 1 + count or head[FIXED.size:] != fast.desc:
+        return None
+    body = frames[1:]
+    if tuple(map(len, body)) != fast.sizes:
+        return None
+    blob = b"".join(body)
+    if len(blob) != sum(fast.sizes):  # a buffer whose len() counts items, not bytes
+        return None
+    try:
+        if not math.isfinite(math.fsum(fast.values.unpack(blob)) + t):
+            return None
+    except (OverflowError, ValueError):  # 1e308 + 1e308, or -inf + inf
+        return None
+    runs = [np.frombuffer(blob, dtype, count, offset) for dtype, count, offset in fast.runs]
+    return Message(msg_type, seq, t, wall_ns, {name: runs[run][start:stop] if shape is None else
+                                               runs[run][start:stop].reshape(shape)
+                                               for name, run, start, stop, shape in fast.views})
+
+
 def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = None) -> Message:
-    """Validate and decode a multipart message; arrays are zero-copy views of the frames.
+    """Validate and decode a multipart message into read-only arrays (views of the frames, or of
+    one joined copy of them on the fast path, `_decode_fixed`).
 
     dims: the robot dimensions (None before CONFIG is known). expect: allowed types.
     Raises ProtocolError with a reason from REASONS.
     """
     if not frames:
         raise ProtocolError("truncated", "empty message")
+    msg = _decode_fixed(frames, dims, expect)
+    if msg is not None:
+        return msg
     sizes = [len(f) if type(f) is bytes else memoryview(f).nbytes for f in frames]  # bytes, zmq.Frame, buffers
     total = sum(sizes)
     if total > MAX_MESSAGE_BYTES:
@@ -292,22 +360,6 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
     if expect is not None and msg_type not in expect:
         raise ProtocolError("unexpected", f"{TYPE_NAMES[msg_type]} not expected here "
                                           f"(expected {[TYPE_NAMES[e] for e in expect]})")
-    fast = _fixed_layout(msg_type, dims)
-    if fast is not None and len(frames) == 1 + count and head[FIXED.size:] == fast.desc:
-        # fast path: the descriptors are exactly the schema's; only sizes and values remain
-        arrays = {}
-        for (name, dtype, shape, is_float), nbytes, got, frame in zip(fast.fields, fast.sizes, sizes[1:],
-                                                                         frames[1:]):
-            if got != nbytes:
-                raise ProtocolError("size", f"{name}: {got} bytes, the schema's {dtype} array has {nbytes}")
-            arr = np.frombuffer(frame, dtype=dtype) if isinstance(frame, bytes) else \
-                np.frombuffer(memoryview(frame).cast("B"), dtype=dtype)
-            if is_float and not _all_finite(arr):
-                raise ProtocolError("non_finite", f"{name} contains NaN or inf")
-            arrays[name] = arr if len(shape) == 1 else arr.reshape(shape)
-        if not math.isfinite(t):
-            raise ProtocolError("non_finite", f"sim time {t}")
-        return Message(msg_type, seq, t, wall_ns, arrays)
     fields = schema(msg_type, dims)
     if count != len(fields) or count > MAX_ARRAYS:
         raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")

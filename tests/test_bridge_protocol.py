@@ -116,15 +116,30 @@ def test_non_finite_values_in_any_float_field_are_rejected(field, bad):
         P.decode(long, DIMS)
 
 
+_EXTREMES = [1e308, -1e308, 1.7e308, float("inf"), float("-inf"), float("nan"), 5e-324, 0.0]
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
-                          st.sampled_from([1e308, -1e308, float("inf"), float("-inf"), float("nan")])),
-                max_size=80))
-def test_finite_check_agrees_with_numpy(values):
-    """The decoder's finite check (math.fsum over a frame's values, value by value when the sum
-    overflows or meets inf - inf) says what numpy's isfinite says, for any values."""
-    a = np.array(values, dtype=float)
-    assert P._all_finite(a) == bool(np.isfinite(a).all())
+@given(q=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_EXTREMES)),
+                  min_size=4, max_size=4),
+       force=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_EXTREMES)),
+                      min_size=2, max_size=2),
+       t=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_EXTREMES)))
+def test_a_state_decodes_exactly_when_numpy_calls_its_values_finite(q, force, t):
+    """The fast path's single finiteness check (an exact sum over all of a message's numbers,
+    value by value when the sum overflows or meets inf - inf) agrees with numpy's isfinite for
+    any values, huge ones that overflow a sum included: a finite STATE decodes to exactly its
+    values, a non-finite one is refused as non_finite."""
+    arrays = [np.array(q), np.zeros(4), np.array([1], np.uint8), np.array(force).reshape(1, 2),
+              np.zeros(1, np.uint8)]
+    frames = P.encode(P.STATE, 3, t, arrays, dims=DIMS)
+    if np.isfinite(q).all() and np.isfinite(force).all() and np.isfinite(t):
+        msg = P.decode(frames, DIMS)
+        assert msg.t == t and np.array_equal(msg.arrays["q"], q)
+        assert np.array_equal(msg.arrays["force"], np.reshape(force, (1, 2)))
+    else:
+        with pytest.raises(P.ProtocolError, match="non_finite"):
+            P.decode(frames, DIMS)
 
 
 @settings(max_examples=150, deadline=None)
