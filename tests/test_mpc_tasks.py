@@ -119,7 +119,8 @@ BEFORE = {
         "w_x": [10.0, 100.0, 10.0, 10.0, 10.0, 1.0, 0.1, 0.1], "targets": {},
     },
     "quadruped": {
-        "options": dict(OLD_DEFAULTS, vx=0.3, n_stages=20, cond_n=None, z_l1=1000.0),
+        # retuned since (robots/library/quadruped.py): 15 stages and SPEED instead of 20 and BALANCE
+        "options": dict(OLD_DEFAULTS, vx=0.3, n_stages=15, cond_n=None, hpipm_mode="SPEED", z_l1=1000.0),
         "gait_key": "1548a3c2558c88a8",
         "guess": [0.0, 0.2786826837388662, 0.0] + [0.8, -1.6] * 4 + [0.3] + [0.0] * 10,
         "joint_limits": [list(range(3, 11)), [-0.2, -2.6] * 4, [1.8, -0.6] * 4],
