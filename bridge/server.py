@@ -7,8 +7,11 @@ plant one control period under it, log. Modes:
 - realtime: ticks are paced by the wall clock (starting when the first controller says
   HELLO); COMMAND(k) must arrive before STATE(k) send time + deadline_s.
 In both modes a miss holds the last command for `hold_ticks` ticks (never past its
-`valid_until`), then applies a safe damping command (zero torque and stiffness, damping gain
-`damping_kd`); the next valid command resumes control.
+`valid_until`), then applies the safe command: zero torque, joint damping `damping_kd` and a
+joint spring of stiffness `safe_kp` that holds the joints where they were when the safe command
+took over (0 for planar robots: damping only; the 3D quadrupeds' robot data asks for 40 N m/rad,
+so that a robot whose controller died stands instead of collapsing through its body, which has
+no contacts); the next valid command resumes control.
 Any malformed or unexpected message is answered with ERROR and counted by reason; nothing a
 peer sends can stop the loop. A plant that reports a broken invariant (PlantState.violation)
 ends the run with BYE and the reason. SIGINT/SIGTERM end the run after the current tick; logs
@@ -54,7 +57,9 @@ class ServerOptions:
     control_rate_hz: STATE/COMMAND exchanges per second. plant_rate_hz: physics/impedance rate,
     used as the plant's largest integration step. deadline_s: realtime command deadline after
     STATE is sent (default: 0.9 of a control period). hold_ticks: ticks to hold the last command
-    after a miss. damping_kd: joint damping of the safe command, N m s/rad. duration_s: run
+    after a miss. damping_kd: joint damping of the safe command, N m s/rad. safe_kp: stiffness
+    of the safe command's joint spring, N m/rad (None: the robot's
+    controller_defaults["safe"]["kp"], else 0). duration_s: run
     length in simulated seconds (None: until stopped). lockstep_timeout_s: longest wait in
     lockstep. log_dir: where logs go (None: no logs). curve_keys: CurveZMQ key folder.
     push_ns: an impulse (N s) applied to the base along push_axis ("x", "y" horizontal, "z" vertical)
@@ -70,6 +75,7 @@ class ServerOptions:
     deadline_s: float | None = None
     hold_ticks: int = 3
     damping_kd: float = 1.0
+    safe_kp: float | None = None
     duration_s: float | None = None
     lockstep_timeout_s: float = 5.0
     log_dir: str | None = None
@@ -91,6 +97,9 @@ class ServerOptions:
                              f"{self.plant_rate_hz}")
         if self.deadline_s is not None and not (0 < self.deadline_s <= 1.0 / self.control_rate_hz):
             raise ValueError(f"deadline_s must be in (0, control period], got {self.deadline_s}")
+        if self.safe_kp is not None and not (isinstance(self.safe_kp, (int, float)) and not isinstance(self.safe_kp, bool)
+                                             and np.isfinite(self.safe_kp) and self.safe_kp >= 0):
+            raise ValueError(f"safe_kp must be a finite number >= 0 (N m/rad) or None, got {self.safe_kp!r}")
         if self.hold_ticks < 0:
             raise ValueError(f"hold_ticks must be >= 0, got {self.hold_ticks}")
         if self.duration_s is not None and not self.duration_s > 0:
@@ -186,9 +195,14 @@ class PlantServer:
         self.stop = False
         self.joined = False
         self.endpoint = ""
-        nu = m.nu
-        self.damping = JointCommand(np.zeros(nu), np.zeros(nu), np.zeros(nu), np.zeros(nu),
-                                    np.full(nu, options.damping_kd))
+        self.safe_kp = options.safe_kp if options.safe_kp is not None else \
+            m.controller_defaults.get("safe", {}).get("kp", 0.0)
+        if isinstance(self.safe_kp, bool) or not isinstance(self.safe_kp, (int, float)) or \
+                not (np.isfinite(self.safe_kp) and self.safe_kp >= 0):
+            raise ValueError(f"{m.name}: controller_defaults['safe']['kp'] must be a finite number >= 0 (N m/rad), "
+                             f"got {self.safe_kp!r}")
+        self.safe_kp = float(self.safe_kp)
+        self.safe: JointCommand | None = None  # the safe command of the current fallback, made at its start
         self.last_command: JointCommand | None = None
         self.pushed = False
         if options.push_ns and not m.floating_base and options.push_axis not in m.q_names:
@@ -211,7 +225,18 @@ class PlantServer:
                 "floating_base": m.floating_base, "force_columns": ["normal", "x", "y"][:self.dims.nf],
                 **({"quaternion_order": "xyzw", "base_velocity_frame": "base"} if m.floating_base else {}),
                 "u_max": m.u_max.tolist(), "q0": m.q0.tolist(), "mode": o.mode, "control_rate_hz": o.control_rate_hz,
-                "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks}
+                "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks,
+                "safe_kp": self.safe_kp, "damping_kd": o.damping_kd}
+
+    def _safe_command(self) -> JointCommand:
+        """The safe command (module docstring), made once per fallback from the joint positions
+        at its start, so that the spring holds that pose instead of following the sag."""
+        if self.safe is None:
+            nu, kp = self.model.nu, self.safe_kp
+            q_hold = self.state.q[self.joints_q].astype(float) if kp > 0 else np.zeros(nu)
+            self.safe = JointCommand(np.zeros(nu), q_hold, np.zeros(nu), np.full(nu, kp),
+                                     np.full(nu, self.options.damping_kd))
+        return self.safe
 
     def _deadline(self) -> float:
         return self.options.deadline_s if self.options.deadline_s is not None else 0.9 * self.options.period
@@ -395,7 +420,7 @@ class PlantServer:
             if command is not None:
                 a = command.arrays
                 cmd = JointCommand(a["tau_ff"], a["q_des"], a["v_des"], a["kp"], a["kd"])
-                self.last_command, streak, status = cmd, 0, "ok"
+                self.last_command, self.safe, streak, status = cmd, None, 0, "ok"
                 valid_until = int(a["valid_until"][0])
             else:
                 streak += 1
@@ -404,14 +429,14 @@ class PlantServer:
                 if held and self.last_command is not None:
                     cmd, status = self.last_command, "hold"
                 else:
-                    cmd, status = self.damping, "damp"
+                    cmd, status = self._safe_command(), "damp"
                 self.counts[status] += 1
             try:
                 self.state = self.plant.step(cmd, period)
             except ValueError as err:  # a command the plant cannot apply (decode and check_command_values
                 self.counts["bad_commands"] += 1  # should have refused it already)
                 self.last_command = None
-                self.state = self.plant.step(self.damping, period)
+                self.state = self.plant.step(self._safe_command(), period)
                 status = f"damp ({err})"[:40]
             if self.options.push_ns and not self.pushed and self.state.t >= self._push_time():
                 self._push()

@@ -238,7 +238,7 @@ def cmd_serve_plant(args: argparse.Namespace) -> int:
     plant = make_plant(args.plant, model, plant_rate_hz=args.plant_rate)
     opts = ServerOptions(bind=args.bind, mode=args.mode, control_rate_hz=args.rate, plant_rate_hz=args.plant_rate,
                          duration_s=args.duration, log_dir=args.log_dir, curve_keys=args.curve_keys,
-                         hold_ticks=args.hold_ticks)
+                         hold_ticks=args.hold_ticks, safe_kp=args.safe_kp)
     print(f"serving {args.robot} ({args.plant} plant, {args.mode}) on {args.bind}; compiling the plant, then "
           "'ready ENDPOINT' on stdout; Ctrl-C to stop", file=sys.stderr)
     server = PlantServer(plant, opts, announce=True, t_start=t_start)
@@ -404,6 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plant-rate", type=float, default=1000.0, help="plant rate, Hz (default %(default)s)")
     p.add_argument("--hold-ticks", type=int, default=3,
                    help="ticks to hold the last command after a miss (default %(default)s)")
+    p.add_argument("--safe-kp", type=float, default=None, metavar="KP",
+                   help="stiffness (N m/rad) of the safe command that follows the held ones, holding the joints where "
+                        "they were (default: the robot's: 40 for the 3D quadrupeds, 0 = damping only for the others)")
     p.add_argument("--duration", type=float, default=None,
                    help="stop after this many simulated seconds (default: until Ctrl-C or SIGTERM)")
     p.add_argument("--log-dir", default=None, help="write the plant's run logs here (default: none)")

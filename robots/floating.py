@@ -54,7 +54,7 @@ def resting_configuration(model: RobotModel, joints) -> np.ndarray:
 
 
 def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarray, gravity=9.81,
-                         params: dict | None = None) -> RobotModel:
+                         params: dict | None = None, controller_defaults: dict | None = None) -> RobotModel:
     """The `RobotModel` of a floating-base tree (module docstring).
 
     stance: joint angles (rad, nu) of the standing pose; q0 is that pose with the base level at
@@ -62,7 +62,7 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
     with the model; params["poses"] (name -> nu joint angles) are the named start poses a
     scenario can ask for (`launch.scenario.Scenario.start_pose`). gravity: g along -z (m/s^2),
     or a gravity vector (a tilted one stands for an inclined ground; the model's `gravity` is
-    then its magnitude).
+    then its magnitude). controller_defaults: the RobotModel's (per controller name, options).
     """
     bodies = list(tree.bodies)
     nq, nv = tree.nq, tree.nv
@@ -110,4 +110,5 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
         q_min=np.concatenate([np.full(7, -np.inf), tree.q_min]),
         q_max=np.concatenate([np.full(7, np.inf), tree.q_max]),
         floating_base=True,
+        controller_defaults=controller_defaults or {},
     )

@@ -101,7 +101,9 @@ class RobotModel:
             quaternion (module docstring); then nq = nv + 1 and `velocity_map` is not identity.
         controller_defaults: per controller name (e.g. "mpc"), the option values that controller
             starts from on this robot (its measured tuning); a scenario's controller_options
-            override them. Data only: no dynamics, compiled function or cache key reads it.
+            override them. "safe" is the plant server's fallback when no command comes ("kp":
+            its joint spring, N m/rad; bridge/server.py). Data only: no dynamics, compiled
+            function or cache key reads it.
     """
 
     name: str

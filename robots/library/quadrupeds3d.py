@@ -2,8 +2,11 @@
 
 Each row of QUADRUPEDS is the settings the URDF does not carry: the foot spheres' radius and
 friction, the compliant plants' contact stiffness and damping, the standing and lying joint
-poses (rad, per leg hip/abduction, thigh/hip flexion, calf/knee), and torque limits where the
-URDF's are placeholders (solo12's 1000 N m; its motors give about 2.7 N m). Everything else
+poses (rad, per leg hip/abduction, thigh/hip flexion, calf/knee), torque limits where the
+URDF's are placeholders (solo12's 1000 N m; its motors give about 2.7 N m), and the stiffness
+of the plant server's safe command (`controller_defaults["safe"]["kp"]`, bridge/server.py: 40
+N m/rad keeps each of them standing, on ESS and MuJoCo, when its MPC dies mid-trot; with
+damping alone the body sinks through the ground within 0.5 s). Everything else
 (masses, inertias, joint placements and axes, joint and torque limits) is read from the URDF.
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ class QuadrupedSpec:
     stance: tuple
     lying: tuple
     u_max: float | None = None  # N m, replaces the URDF's torque limits when they are placeholders
+    safe_kp: float = 40.0  # N m/rad, the plant server's safe command (module docstring)
 
 
 _GO1_LEG_STAND, _GO1_LEG_LIE = (0.0, 0.9, -1.8), (0.0, 1.15, -2.7)
@@ -54,7 +58,8 @@ def build_quadruped(name: str, **overrides):
 
         tree = replace(tree, u_max=np.full(tree.nv - 6, spec.u_max))
     return build_floating_robot(tree, feet, stance=np.array(spec.stance),
-                                params={"poses": {"lying": list(spec.lying)}, "u_max_override": spec.u_max})
+                                params={"poses": {"lying": list(spec.lying)}, "u_max_override": spec.u_max},
+                                controller_defaults={"safe": {"kp": spec.safe_kp}})
 
 
 def go1(**overrides):
