@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 import time
@@ -47,6 +48,11 @@ LINK_EVENT_NAMES = {zmq.EVENT_ACCEPTED: "accepted", zmq.EVENT_HANDSHAKE_SUCCEEDE
 LINK_EVENTS_MASK = 0
 for _event in LINK_EVENT_NAMES:
     LINK_EVENTS_MASK |= _event
+
+
+def _is_stiffness(value) -> bool:
+    """A joint stiffness the safe command can use: a finite real number >= 0 (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,7 @@ class ServerOptions:
                              f"{self.plant_rate_hz}")
         if self.deadline_s is not None and not (0 < self.deadline_s <= 1.0 / self.control_rate_hz):
             raise ValueError(f"deadline_s must be in (0, control period], got {self.deadline_s}")
-        if self.safe_kp is not None and not (isinstance(self.safe_kp, (int, float)) and not isinstance(self.safe_kp, bool)
-                                             and np.isfinite(self.safe_kp) and self.safe_kp >= 0):
+        if self.safe_kp is not None and not _is_stiffness(self.safe_kp):
             raise ValueError(f"safe_kp must be a finite number >= 0 (N m/rad) or None, got {self.safe_kp!r}")
         if self.hold_ticks < 0:
             raise ValueError(f"hold_ticks must be >= 0, got {self.hold_ticks}")
@@ -197,8 +202,7 @@ class PlantServer:
         self.endpoint = ""
         self.safe_kp = options.safe_kp if options.safe_kp is not None else \
             m.controller_defaults.get("safe", {}).get("kp", 0.0)
-        if isinstance(self.safe_kp, bool) or not isinstance(self.safe_kp, (int, float)) or \
-                not (np.isfinite(self.safe_kp) and self.safe_kp >= 0):
+        if not _is_stiffness(self.safe_kp):
             raise ValueError(f"{m.name}: controller_defaults['safe']['kp'] must be a finite number >= 0 (N m/rad), "
                              f"got {self.safe_kp!r}")
         self.safe_kp = float(self.safe_kp)
