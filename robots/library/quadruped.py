@@ -44,7 +44,8 @@ LEGS = (("fl", 1.0), ("fr", 1.0), ("hl", -1.0), ("hr", -1.0))
 # 10 s closed loops): the whole-body QP (23 states, 24 controls per stage) over 0.15 s without
 # partial condensing (cond_n None), HPIPM in SPEED mode (15 stages and SPEED: solve p50 -40 %
 # against 20 stages and BALANCE; an 11 N s push survived and 12 fell, which 20 stages and
-# BALANCE survive) and a slack penalty z_l1 of 1000 (at 100 it fell on the ros21 plant and from a standing start on ros23).
+# BALANCE survive) and a slack penalty z_l1 of 1000 (at 100 it fell on the ros21 plant and
+# from a standing start on ros23).
 # A scenario's controller_options override these.
 MPC_DEFAULTS = {"n_stages": 15, "cond_n": None, "hpipm_mode": "SPEED", "z_l1": 1000.0}
 
