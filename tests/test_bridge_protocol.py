@@ -170,3 +170,51 @@ def test_any_robot_shape_round_trips_and_its_byte_flips_are_refused_cleanly(nq, 
             P.decode([bytes(r) for r in raw], dims)
         except P.ProtocolError as err:
             assert err.reason in P.REASONS
+
+
+@settings(max_examples=300, deadline=None)
+@given(nq=st.integers(1, 30), nu=st.integers(0, 20), nc=st.integers(0, 6), floating=st.booleans(),
+       flips=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 10_000), st.integers(1, 255)), max_size=3),
+       split=st.booleans(), as_memoryview=st.booleans(), data=st.data())
+def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc, floating, flips, split,
+                                                                   as_memoryview, data):
+    """`decode`'s fast path (`_decode_fixed`) against the full validation alone, on STATEs and
+    COMMANDs with flipped bytes, a frame moved to a neighbour, or frames given as memoryviews of
+    8-byte items: whatever the fast path returns, the full path returns too, with equal arrays,
+    time and sequence number; whatever it refuses reaches the full path."""
+    dims = P.Dims(nq, nq - 1 if floating and nq > 1 else nq, nu, nc, 3 if floating else 2)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
+             rng.normal(size=(dims.nc, dims.nf)), np.array([rng.integers(0, 4)], np.uint8)]
+    command = [rng.normal(size=nu) for _ in range(5)] + [np.array([rng.integers(-1, 100)], np.int64)]
+    for msg_type, arrays in ((P.STATE, state), (P.COMMAND, command)):
+        raw = [bytearray(memoryview(f).cast("B")) for f in P.encode(msg_type, 3, 0.03, arrays, dims=dims)]
+        for i, j, x in flips:
+            frame = raw[i % len(raw)]
+            if frame:
+                frame[j % len(frame)] ^= x
+        if split and len(raw) > 2 and raw[1]:  # the first array's last byte moves to the next frame
+            raw[2][:0] = raw[1][-1:]
+            del raw[1][-1]
+        frames = [bytes(r) for r in raw]
+        if as_memoryview:
+            frames = [frames[0]] + [memoryview(f).cast("d") if len(f) % 8 == 0 and f else f for f in frames[1:]]
+        fast = P._decode_fixed(frames, dims, None)
+        if fast is None:
+            continue
+        full = _full_decode(frames, dims)
+        assert (full.type, full.seq, full.t, full.wall_ns) == (fast.type, fast.seq, fast.t, fast.wall_ns)
+        assert full.arrays.keys() == fast.arrays.keys()
+        for name in full.arrays:
+            assert full.arrays[name].dtype == fast.arrays[name].dtype
+            np.testing.assert_array_equal(full.arrays[name], fast.arrays[name])
+
+
+def _full_decode(frames, dims):
+    """`decode` with its fast path switched off: the full validation alone."""
+    original = P._decode_fixed
+    P._decode_fixed = lambda *args: None
+    try:
+        return P.decode(frames, dims)
+    finally:
+        P._decode_fixed = original
