@@ -116,8 +116,10 @@ class _Layout:
     bytes, each frame's byte size, per field (name, dtype, shape, is float) and its (dtype,
     shape) `signature`; for decoding, `values` (a struct that unpacks every number of the array
     frames joined end to end), `runs` (dtype, count, byte offset of each stretch of consecutive
-    fields of one dtype in the joined frames) and `views` (per field: name, run index, first and
-    last element in the run, and the shape to reshape to, None for 1-D)."""
+    fields of one dtype that starts aligned to its item size in the joined frames) and `views`
+    (per field: name, run index or -1 for a field misaligned in the joined frames, which is read
+    from its own frame, first and last element in the run, the shape to reshape to (None for
+    1-D), its frame index and dtype)."""
 
     desc: bytes
     sizes: tuple[int, ...]
@@ -125,7 +127,7 @@ class _Layout:
     signature: list[tuple[np.dtype, tuple]]
     values: struct.Struct
     runs: tuple[tuple[np.dtype, int, int], ...]
-    views: tuple[tuple[str, int, int, int, tuple | None], ...]
+    views: tuple[tuple[str, int, int, int, tuple | None, int, np.dtype], ...]
 
 
 _STRUCT_CODES = {"f": "d", "u": "B", "i": "q"}  # struct letters of DTYPES' kinds (all little-endian)
@@ -144,13 +146,19 @@ def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
                     for i, (_, dt, sh) in enumerate(fields))
     counts = [math.prod(sh) for _, _, sh in fields]
     sizes = tuple(c * dt.itemsize for c, (_, dt, _) in zip(counts, fields))
-    runs, views, offset = [], [], 0
-    for (name, dt, sh), count, size in zip(fields, counts, sizes):
-        if not runs or runs[-1][0] != dt:
-            runs.append([dt, 0, offset])
-        start = runs[-1][1]
-        runs[-1][1] += count
-        views.append((name, len(runs) - 1, start, start + count, sh if len(sh) > 1 else None))
+    runs, views, offset, in_run = [], [], 0, False
+    for i, ((name, dt, sh), count, size) in enumerate(zip(fields, counts, sizes)):
+        shape = sh if len(sh) > 1 else None
+        if offset % dt.itemsize:  # e.g. STATE's force after the contact bytes: numpy wants it aligned
+            views.append((name, -1, 0, count, shape, i, dt))
+            in_run = False
+        else:
+            if not (in_run and runs[-1][0] == dt):
+                runs.append([dt, 0, offset])
+            start = runs[-1][1]
+            runs[-1][1] += count
+            views.append((name, len(runs) - 1, start, start + count, shape, i, dt))
+            in_run = True
         offset += size
     values = struct.Struct("<" + "".join(f"{c}{_STRUCT_CODES[dt.kind]}" for c, (_, dt, _) in zip(counts, fields)))
     return _Layout(desc, sizes, tuple((name, dt, sh, dt.kind == "f") for name, dt, sh in fields),
@@ -230,11 +238,11 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
     if fast is not None:
         if len(arrays) != len(fast.fields):
             raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fast.fields)} arrays, got {len(arrays)}")
-        try:
-            signature = [(a.dtype, a.shape) for a in arrays]
-        except AttributeError:  # lists or numbers: as numpy reads them
-            arrays = [np.asarray(a) for a in arrays]
-            signature = [(a.dtype, a.shape) for a in arrays]
+        for a in arrays:
+            if type(a) is not np.ndarray:  # lists, numbers, array-likes: as numpy reads them
+                arrays = [np.asarray(a) for a in arrays]
+                break
+        signature = [(a.dtype, a.shape) for a in arrays]
         if signature != fast.signature:
             for (name, dtype, shape, _), (got_dtype, got_shape) in zip(fast.fields, signature):
                 if got_dtype != dtype or got_shape != shape:
@@ -255,29 +263,35 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
 
 
 def check_command_values(arrays: dict) -> None:
-    """Raise ProtocolError("value") unless the decoded COMMAND's values are within
-    COMMAND_VALUE_LIMIT and its gains kp, kd are >= 0. The arrays come from `decode`, so they
-    are finite. Sorting the few numbers in plain Python, once for the three value fields and once
-    for the two gains, gives both ends fastest; only a COMMAND that fails looks field by field
-    for the error's detail."""
+    """Raise ProtocolError("value") unless the COMMAND's values are within COMMAND_VALUE_LIMIT
+    and its gains kp, kd are >= 0, and ProtocolError("non_finite") for NaN or inf (which
+    `decode` has already refused). In plain Python, a few numbers are cheapest to check joined:
+    one exact sum for finiteness, one sort each for the three value fields and the two gains;
+    only a COMMAND that fails looks field by field for the error's detail."""
     limit = COMMAND_VALUE_LIMIT
     values = arrays["tau_ff"].tolist() + arrays["q_des"].tolist() + arrays["v_des"].tolist()
     gains = arrays["kp"].tolist() + arrays["kd"].tolist()
     values.sort()
     gains.sort()
-    if (not values or (-limit <= values[0] and values[-1] <= limit)) and \
+    try:
+        finite = math.isfinite(math.fsum(values) + math.fsum(gains))
+    except (OverflowError, ValueError):  # 1e308 + 1e308, or -inf + inf
+        finite = False
+    if finite and \
+            (not values or (-limit <= values[0] and values[-1] <= limit)) and \
             (not gains or (0 <= gains[0] and gains[-1] <= limit)):
         return
     for name in ("tau_ff", "q_des", "v_des", "kp", "kd"):
-        field = sorted(arrays[name].tolist())
+        field = arrays[name].tolist()
         if not field:
             continue
-        lo, hi = field[0], field[-1]
+        if not all(map(math.isfinite, field)):  # arrays that did not come from decode
+            raise ProtocolError("non_finite", f"{name} contains NaN or inf")
+        lo, hi = min(field), max(field)
         if name in ("kp", "kd") and lo < 0:
             raise ProtocolError("value", f"{name} has {lo}: gains must be >= 0")
         if hi > limit or lo < -limit:
             raise ProtocolError("value", f"{name} has {hi if hi > limit else lo}: |values| must be <= {limit:g}")
-    raise AssertionError("unreachable: the joined check failed, so one field fails")
 
 
 def command_arrays(cmd, valid_until: int) -> list[np.ndarray]:
@@ -301,7 +315,8 @@ def _decode_fixed(frames: list, dims: Dims | None, expect: tuple[int, ...] | Non
     every value finite. Anything else returns None, and `decode`'s full validation then names
     the fault. The array frames are joined into one bytes object, whose numbers one struct
     unpacks for a single exact-sum finiteness check (math.fsum of finite values is finite unless
-    it overflows; inf and NaN propagate); the arrays are read-only views of that object."""
+    it overflows; inf and NaN propagate); the arrays are read-only, aligned views of that object
+    (of their own frame where they would be misaligned in it)."""
     head = frames[0]
     if type(head) is not bytes or len(head) < FIXED.size:
         return None
@@ -312,25 +327,28 @@ def _decode_fixed(frames: list, dims: Dims | None, expect: tuple[int, ...] | Non
     if fast is None or count != len(fast.sizes) or len(frames) != 1 + count or head[FIXED.size:] != fast.desc:
         return None
     body = frames[1:]
+    for frame in body:
+        if type(frame) is not bytes:  # len() of another buffer may count items, not bytes
+            return None
     if tuple(map(len, body)) != fast.sizes:
         return None
     blob = b"".join(body)
-    if len(blob) != sum(fast.sizes):  # a buffer whose len() counts items, not bytes
-        return None
     try:
         if not math.isfinite(math.fsum(fast.values.unpack(blob)) + t):
             return None
     except (OverflowError, ValueError):  # 1e308 + 1e308, or -inf + inf
         return None
     runs = [np.frombuffer(blob, dtype, count, offset) for dtype, count, offset in fast.runs]
-    return Message(msg_type, seq, t, wall_ns, {name: runs[run][start:stop] if shape is None else
-                                               runs[run][start:stop].reshape(shape)
-                                               for name, run, start, stop, shape in fast.views})
+    arrays = {}
+    for name, run, start, stop, shape, frame, dtype in fast.views:
+        arr = runs[run][start:stop] if run >= 0 else np.frombuffer(body[frame], dtype)
+        arrays[name] = arr if shape is None else arr.reshape(shape)
+    return Message(msg_type, seq, t, wall_ns, arrays)
 
 
 def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = None) -> Message:
-    """Validate and decode a multipart message into read-only arrays (views of the frames, or of
-    one joined copy of them on the fast path, `_decode_fixed`).
+    """Validate and decode a multipart message into read-only arrays (views of the frames, or
+    mostly of one joined copy of them on the fast path, `_decode_fixed`).
 
     dims: the robot dimensions (None before CONFIG is known). expect: allowed types.
     Raises ProtocolError with a reason from REASONS.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import numbers
 import os
 import sys
 import time
@@ -51,8 +52,10 @@ for _event in LINK_EVENT_NAMES:
 
 
 def _is_stiffness(value) -> bool:
-    """A joint stiffness the safe command can use: a finite real number >= 0 (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    """A joint stiffness the safe command can use: a finite real number >= 0 (numpy scalars
+    included; not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value) \
+        and value >= 0
 
 
 @dataclass(frozen=True)
@@ -511,7 +514,7 @@ class PlantServer:
                 "end_reason": self.end_reason, "plant_violation": self.violation, "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99),
                                                                "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
-                "options": {**asdict(self.options), "deadline_s": self._deadline()}}
+                "options": {**asdict(self.options), "deadline_s": self._deadline(), "safe_kp": self.safe_kp}}
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -234,11 +234,11 @@ def cmd_serve_plant(args: argparse.Namespace) -> int:
     from robots import get_robot
     from sim.registry import make_plant
 
-    model = get_robot(args.robot)
-    plant = make_plant(args.plant, model, plant_rate_hz=args.plant_rate)
     opts = ServerOptions(bind=args.bind, mode=args.mode, control_rate_hz=args.rate, plant_rate_hz=args.plant_rate,
                          duration_s=args.duration, log_dir=args.log_dir, curve_keys=args.curve_keys,
-                         hold_ticks=args.hold_ticks, safe_kp=args.safe_kp)
+                         hold_ticks=args.hold_ticks, safe_kp=args.safe_kp).validate()  # before the plant's build
+    model = get_robot(args.robot)
+    plant = make_plant(args.plant, model, plant_rate_hz=args.plant_rate)
     print(f"serving {args.robot} ({args.plant} plant, {args.mode}) on {args.bind}; compiling the plant, then "
           "'ready ENDPOINT' on stdout; Ctrl-C to stop", file=sys.stderr)
     server = PlantServer(plant, opts, announce=True, t_start=t_start)

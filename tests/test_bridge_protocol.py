@@ -126,10 +126,10 @@ _EXTREMES = [1e308, -1e308, 1.7e308, float("inf"), float("-inf"), float("nan"), 
                       min_size=2, max_size=2),
        t=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_EXTREMES)))
 def test_a_state_decodes_exactly_when_numpy_calls_its_values_finite(q, force, t):
-    """The fast path's single finiteness check (an exact sum over all of a message's numbers,
-    value by value when the sum overflows or meets inf - inf) agrees with numpy's isfinite for
-    any values, huge ones that overflow a sum included: a finite STATE decodes to exactly its
-    values, a non-finite one is refused as non_finite."""
+    """The fast path's single finiteness check (an exact sum over all of a message's numbers;
+    when the sum overflows or meets inf - inf, the full validation decides) agrees with numpy's
+    isfinite for any values, huge ones that overflow a sum included: a finite STATE decodes to
+    exactly its values, a non-finite one is refused as non_finite."""
     arrays = [np.array(q), np.zeros(4), np.array([1], np.uint8), np.array(force).reshape(1, 2),
               np.zeros(1, np.uint8)]
     frames = P.encode(P.STATE, 3, t, arrays, dims=DIMS)
@@ -181,7 +181,7 @@ def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc,
     """`decode`'s fast path (`_decode_fixed`) against the full validation alone, on STATEs and
     COMMANDs with flipped bytes, a frame moved to a neighbour, or frames given as memoryviews of
     8-byte items: whatever the fast path returns, the full path returns too, with equal arrays,
-    time and sequence number; whatever it refuses reaches the full path."""
+    time and sequence number, and the fast path's arrays are aligned for their dtype."""
     dims = P.Dims(nq, nq - 1 if floating and nq > 1 else nq, nu, nc, 3 if floating else 2)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
@@ -206,7 +206,7 @@ def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc,
         assert (full.type, full.seq, full.t, full.wall_ns) == (fast.type, fast.seq, fast.t, fast.wall_ns)
         assert full.arrays.keys() == fast.arrays.keys()
         for name in full.arrays:
-            assert full.arrays[name].dtype == fast.arrays[name].dtype
+            assert full.arrays[name].dtype == fast.arrays[name].dtype and fast.arrays[name].flags.aligned
             np.testing.assert_array_equal(full.arrays[name], fast.arrays[name])
 
 
@@ -218,3 +218,30 @@ def _full_decode(frames, dims):
         return P.decode(frames, dims)
     finally:
         P._decode_fixed = original
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                                 st.sampled_from([1e9, -1e9, 1.0000001e9, -1e308, 1e308, float("nan"),
+                                                  float("inf"), float("-inf"), -0.0, -1e-300])),
+                       min_size=10, max_size=10))
+def test_the_command_value_check_agrees_with_its_field_by_field_definition(values):
+    """check_command_values (joined sum and sorts) refuses exactly the COMMANDs that a plain
+    field-by-field reading refuses, with the same reason, for any values, NaN and inf included."""
+    names = ("tau_ff", "q_des", "v_des", "kp", "kd")
+    arrays = {name: np.array(values[2 * i:2 * i + 2]) for i, name in enumerate(names)}
+    expected = None
+    for name in names:
+        a = arrays[name]
+        if not np.isfinite(a).all():
+            expected = "non_finite"
+        elif name in ("kp", "kd") and a.min() < 0 or np.abs(a).max() > P.COMMAND_VALUE_LIMIT:
+            expected = "value"
+        if expected:
+            break
+    if expected is None:
+        P.check_command_values(arrays)
+    else:
+        with pytest.raises(P.ProtocolError) as info:
+            P.check_command_values(arrays)
+        assert info.value.reason == expected
