@@ -10,13 +10,16 @@ the ratio is the protocol's own cost. The two are measured in alternating blocks
 exchanges, so that a noisy neighbour hits both alike.
 
 Measured (`python -m launch bench bridge --json`, this machine, 2 cores, 796 bytes a round
-trip in 5 + 7 frames): p50 ratio 1.36-1.39 over five runs (median 1.37; RTT ~225-260 us against
-~165-190 us bare); the protocol code of the previous release gives 1.37-1.44 (median 1.39) in
-five runs interleaved with those. Per message (timeit, quiet machine): encode 1.9-2.0 us,
-decode STATE 4.6-5.2 us, decode COMMAND 4.7 us plus 1.0 us for its value check. Inside the
-round trip these cost two to three times as much: each side has just woken from a blocking
-receive, with cold caches. With the benchmark side spinning on a non-blocking receive instead,
-encode and decode cost 1.6x their timeit figures; the peer's share does not change.
+trip in 5 + 7 frames), ten runs each, interleaved with the protocol code of the previous
+release: p50 ratio 1.34-1.40 (medians 1.368 and 1.369 in two groups of five; RTT ~225-305 us
+against ~165-225 us bare); the previous code 1.36-1.44 (medians 1.370 and 1.389): the same
+within the noise. Per message (timeit, quiet machine) the protocol's own work fell: decode
+STATE 6.0 -> 5.1 us, decode COMMAND 6.9 -> 4.5 us, the COMMAND value check 1.8 -> 1.5 us;
+encode 2.0-2.3 us as before. Inside the round trip these cost two to three times as much:
+each side has just woken from a blocking receive, and code run right after a sleep is slower
+on this machine (decode, check and encode of a COMMAND in-process: 8 us back to back, 13-16 us
+after sleeping 200 us, 20-26 us after sleeping 2 ms). With the benchmark side spinning on a
+non-blocking receive instead, encode and decode cost 1.6x their timeit figures.
 """
 from __future__ import annotations
 
