@@ -10,9 +10,10 @@ grid points it swallowed are skipped and counted apart (`skipped_periods`). `cyc
 (Debian package rt-tests) makes a similar measurement in C:
 `cyclictest -m -p 50 -t 2 -a -i 1000 -D 60 -q`.
 
-Measured on this project's 2-core VM (60 s, SCHED_FIFO 50, idle): cyclictest max 8.9 and 9.6
-ms, 7-9 wake-ups a minute per CPU at least 3 ms late, 4-5 at least 5 ms late; docs/MPC.md,
-"Deadline misses", relates them to the MPC runs' misses.
+Measured on this project's 2-core VM (60 s, SCHED_FIFO 50, idle): cyclictest's largest delays
+8.9 and 9.6 ms in one minute (7-9 wake-ups per CPU at least 3 ms late), 6.1 and 7.2 ms in
+another; this benchmark side by side with cyclictest in a third: 3.7 and 2.9 ms against 3.8
+and 3.7. docs/MPC.md, "Deadline misses and the machine", relates them to the MPC runs' misses.
 """
 from __future__ import annotations
 
