@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from launch.child import request_fifo
+
 PERIOD_S = 0.001
 THRESHOLDS_MS = (1, 3, 5)
 
@@ -34,13 +36,7 @@ def _sleeper(job: tuple[int, float, int]) -> dict:
     skipped because a stall outlasted them."""
     cpu, seconds, priority = job
     os.sched_setaffinity(0, {cpu})
-    fifo = False
-    if priority:
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-            fifo = True
-        except (PermissionError, OSError):
-            pass
+    fifo = bool(priority) and not request_fifo(priority)
     n = int(round(seconds / PERIOD_S))
     late = np.empty(n)
     woken = skipped = 0

@@ -113,7 +113,7 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
 @dataclass(frozen=True)
 class _Layout:
     """A schema without free dimensions, precomputed for the fast paths: the exact descriptor
-    bytes, each frame's byte size, per field (name, dtype, shape, is float) and its (dtype,
+    bytes, each frame's byte size, per field (name, dtype, shape) and its (dtype,
     shape) `signature`; for decoding, `values` (a struct that unpacks every number of the array
     frames joined end to end), `runs` (dtype, count, byte offset of each stretch of consecutive
     fields of one dtype that starts aligned to its item size in the joined frames) and `views`
@@ -123,7 +123,7 @@ class _Layout:
 
     desc: bytes
     sizes: tuple[int, ...]
-    fields: tuple[tuple[str, np.dtype, tuple, bool], ...]
+    fields: tuple[tuple[str, np.dtype, tuple], ...]
     signature: list[tuple[np.dtype, tuple]]
     values: struct.Struct
     runs: tuple[tuple[np.dtype, int, int], ...]
@@ -161,8 +161,8 @@ def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
             in_run = True
         offset += size
     values = struct.Struct("<" + "".join(f"{c}{_STRUCT_CODES[dt.kind]}" for c, (_, dt, _) in zip(counts, fields)))
-    return _Layout(desc, sizes, tuple((name, dt, sh, dt.kind == "f") for name, dt, sh in fields),
-                   [(dt, sh) for _, dt, sh in fields], values, tuple(map(tuple, runs)), tuple(views))
+    return _Layout(desc, sizes, fields, [(dt, sh) for _, dt, sh in fields], values, tuple(map(tuple, runs)),
+                   tuple(views))
 
 
 @dataclass
@@ -244,7 +244,7 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
                 break
         signature = [(a.dtype, a.shape) for a in arrays]
         if signature != fast.signature:
-            for (name, dtype, shape, _), (got_dtype, got_shape) in zip(fast.fields, signature):
+            for (name, dtype, shape), (got_dtype, got_shape) in zip(fast.fields, signature):
                 if got_dtype != dtype or got_shape != shape:
                     raise ValueError(f"{name}: {got_dtype} {got_shape}, the schema needs {dtype} {shape}")
         # C order; pyzmq sends bytes faster than other buffers

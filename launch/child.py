@@ -37,17 +37,26 @@ def _scenario(folder: Path):
     return Scenario.from_json((folder / "scenario.json").read_text())
 
 
+def request_fifo(priority: int) -> str:
+    """Put this process under SCHED_FIFO at `priority` (1-99); "" when granted, else why not."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return ""
+    except (PermissionError, OSError, AttributeError) as err:
+        return str(err) or type(err).__name__
+
+
 def realtime_priority(sc, role: str) -> None:
     """Put this process under SCHED_FIFO at the scenario's rt_priority (realtime mode only);
     one line on stderr (the process's log) says what it got."""
     if sc.mode != "realtime" or not sc.rt_priority:
         return
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(sc.rt_priority))
-        print(f"[{role}] SCHED_FIFO priority {sc.rt_priority}", file=sys.stderr, flush=True)
-    except (PermissionError, OSError, AttributeError) as err:
-        print(f"[{role}] rt_priority {sc.rt_priority} not granted ({err}); normal scheduler", file=sys.stderr,
+    refused = request_fifo(sc.rt_priority)
+    if refused:
+        print(f"[{role}] rt_priority {sc.rt_priority} not granted ({refused}); normal scheduler", file=sys.stderr,
               flush=True)
+    else:
+        print(f"[{role}] SCHED_FIFO priority {sc.rt_priority}", file=sys.stderr, flush=True)
 
 
 def serve(folder: Path) -> int:
