@@ -65,6 +65,7 @@ def peer(endpoint: str) -> None:
         if msg.type == P.BYE:
             return
         sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd, dims=d))
+        P.prepare_decode(P.STATE, d)  # as bridge/client.py does after sending
 
 
 def bench_bridge(args) -> dict:
@@ -91,9 +92,9 @@ def bench_bridge(args) -> dict:
         def exchange(k: int) -> float:
             t0 = time.perf_counter()
             sock.send_multipart([ident, *P.encode(P.STATE, k, 0.0, state, dims=d)])
+            P.prepare_decode(P.COMMAND, d)  # as bridge/server.py does after sending, while the peer works
             reply = sock.recv_multipart()
-            arrays = P.decode(reply[1:], d, expect=(P.COMMAND,)).arrays
-            P.check_command_values(arrays)
+            P.check_command(P.decode(reply[1:], d, expect=(P.COMMAND,)))
             return time.perf_counter() - t0
 
         def echo() -> float:

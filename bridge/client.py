@@ -130,6 +130,7 @@ class ControllerClient:
                     frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays)
                 sock.send_multipart(frames)
                 t_sent = time.perf_counter()
+                P.prepare_decode(P.STATE, dims)  # the next STATE's arrays, off the latency path
                 if prepare is not None:  # e.g. the MPC's preparation phase, off the latency path
                     phases.update(prepare())
                 row = {"tick": msg.seq, "t": msg.t, "tick_ms": (t_sent - t_recv) * 1e3,

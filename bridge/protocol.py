@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -79,9 +81,13 @@ class Dims:
 
     def __post_init__(self):
         object.__setattr__(self, "_hash", hash((self.nq, self.nv, self.nu, self.nc, self.nf)))
+        object.__setattr__(self, "layouts", {})  # message type -> _Layout, made by _fixed_layout
 
-    def __hash__(self) -> int:  # computed once: the layout caches hash a Dims on every message
+    def __hash__(self) -> int:  # computed once: schema's cache hashes a Dims
         return self._hash
+
+    def __reduce__(self):  # pickled without its caches
+        return Dims, (self.nq, self.nv, self.nu, self.nc, self.nf)
 
     @classmethod
     def of(cls, model) -> "Dims":
@@ -113,29 +119,63 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
 @dataclass(frozen=True)
 class _Layout:
     """A schema without free dimensions, precomputed for the fast paths: the exact descriptor
-    bytes, each frame's byte size, per field (name, dtype, shape) and its (dtype,
-    shape) `signature`; for decoding, `values` (a struct that unpacks every number of the array
-    frames joined end to end), `runs` (dtype, count, byte offset of each stretch of consecutive
-    fields of one dtype that starts aligned to its item size in the joined frames) and `views`
-    (per field: name, run index or -1 for a field misaligned in the joined frames, which is read
-    from its own frame, first and last element in the run, the shape to reshape to (None for
-    1-D), its frame index and dtype)."""
+    bytes, each frame's byte size, per field (name, dtype, shape).
+
+    For encoding: each field's (dtype, shape) `signature`, and `ndarrays` (np.ndarray per field:
+    the types encode takes as they are).
+
+    For decoding: the array frames are joined with the 8-byte fields first, then the 1-byte
+    ones, each group in schema order, so that every field starts aligned to its item size
+    (`order` picks the frames in that order; None: schema order). `values` is the struct that
+    unpacks every number of the joined bytes, `runs` (dtype, count, byte offset) the stretches
+    of one dtype in them, and `views` each field's place (name, run index, first and last
+    element in the run or None, None for the whole run, shape to reshape to or None). `pool`
+    holds (buffer, arrays) pairs made ahead of time by `prepare_decode`, one per message
+    (list.append and list.pop: safe across threads)."""
 
     desc: bytes
     sizes: tuple[int, ...]
     fields: tuple[tuple[str, np.dtype, tuple], ...]
     signature: list[tuple[np.dtype, tuple]]
+    ndarrays: list[type]
+    order: Callable[[list], tuple] | None
     values: struct.Struct
     runs: tuple[tuple[np.dtype, int, int], ...]
-    views: tuple[tuple[str, int, int, int, tuple | None, int, np.dtype], ...]
+    views: tuple[tuple[str, int, int | None, int | None, tuple | None], ...]
+    pool: list = field(default_factory=list, compare=False)
+
+    def arrays_of(self, buffer) -> dict[str, np.ndarray]:
+        """The read-only arrays of one message, views of `buffer` (the array frames joined in
+        `order`: bytes, or a bytearray that `prepare_decode` made)."""
+        runs = [np.frombuffer(buffer, dtype, count, offset) for dtype, count, offset in self.runs]
+        arrays = {}
+        for name, run, start, stop, shape in self.views:
+            arr = runs[run] if start is None else runs[run][start:stop]
+            arrays[name] = arr if shape is None else arr.reshape(shape)
+        if type(buffer) is not bytes:
+            for arr in arrays.values():
+                arr.flags.writeable = False
+        return arrays
 
 
 _STRUCT_CODES = {"f": "d", "u": "B", "i": "q"}  # struct letters of DTYPES' kinds (all little-endian)
+_SIGNATURE = operator.attrgetter("dtype", "shape")
 
 
-@lru_cache(maxsize=256)
 def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
-    """The _Layout of a message type's schema, or None (free dimensions, or unknown before CONFIG)."""
+    """The _Layout of a message type's schema, or None (free dimensions, or unknown before
+    CONFIG); kept on the Dims, one per message type."""
+    if dims is None:
+        return None
+    try:
+        return dims.layouts[msg_type]
+    except KeyError:
+        layout = dims.layouts[msg_type] = _make_layout(msg_type, dims)
+        return layout
+
+
+def _make_layout(msg_type: int, dims: Dims) -> _Layout | None:
+    """A new _Layout (see there), or None."""
     try:
         fields = schema(msg_type, dims)
     except ProtocolError:
@@ -146,34 +186,50 @@ def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
                     for i, (_, dt, sh) in enumerate(fields))
     counts = [math.prod(sh) for _, _, sh in fields]
     sizes = tuple(c * dt.itemsize for c, (_, dt, _) in zip(counts, fields))
-    runs, views, offset, in_run = [], [], 0, False
-    for i, ((name, dt, sh), count, size) in enumerate(zip(fields, counts, sizes)):
-        shape = sh if len(sh) > 1 else None
-        if offset % dt.itemsize:  # e.g. STATE's force after the contact bytes: numpy wants it aligned
-            views.append((name, -1, 0, count, shape, i, dt))
-            in_run = False
-        else:
-            if not (in_run and runs[-1][0] == dt):
-                runs.append([dt, 0, offset])
-            start = runs[-1][1]
-            runs[-1][1] += count
-            views.append((name, len(runs) - 1, start, start + count, shape, i, dt))
-            in_run = True
-        offset += size
-    values = struct.Struct("<" + "".join(f"{c}{_STRUCT_CODES[dt.kind]}" for c, (_, dt, _) in zip(counts, fields)))
-    return _Layout(desc, sizes, fields, [(dt, sh) for _, dt, sh in fields], values, tuple(map(tuple, runs)),
-                   tuple(views))
+    # widest items first: every size is a multiple of its item size, so every field stays aligned
+    order = sorted(range(len(fields)), key=lambda i: -fields[i][1].itemsize)
+    runs, views, offset = [], [None] * len(fields), 0
+    for i in order:
+        name, dt, sh = fields[i]
+        if not (runs and runs[-1][0] == dt):
+            runs.append([dt, 0, offset])
+        start = runs[-1][1]
+        runs[-1][1] += counts[i]
+        views[i] = [name, len(runs) - 1, start, start + counts[i], sh if len(sh) > 1 else None]
+        offset += sizes[i]
+    for view in views:
+        if view[2] == 0 and view[3] == runs[view[1]][1]:  # the field is its run: no slice needed
+            view[2] = view[3] = None
+    values = struct.Struct("<" + "".join(f"{counts[i]}{_STRUCT_CODES[fields[i][1].kind]}" for i in order))
+    pick = None if order == sorted(order) or len(order) < 2 else operator.itemgetter(*order)
+    return _Layout(desc, sizes, fields, [(dt, sh) for _, dt, sh in fields], [np.ndarray] * len(fields), pick,
+                   values, tuple(map(tuple, runs)), tuple(map(tuple, views)))
+
+
+def prepare_decode(msg_type: int, dims: Dims | None) -> None:
+    """Make the arrays of the next `msg_type` message ahead of time (a buffer and its read-only
+    views), so that `decode` only copies the message's bytes into them: call it off the latency
+    path, e.g. right after sending, while the peer works. A decode without prepared arrays makes
+    its own; at most two sets wait."""
+    fast = _fixed_layout(msg_type, dims)
+    if fast is not None and len(fast.pool) < 2:
+        buffer = bytearray(fast.values.size)
+        fast.pool.append((memoryview(buffer), fast.arrays_of(buffer)))
 
 
 @dataclass
 class Message:
-    """A decoded message: type, seq, sim time t (s), sender wall clock (ns), arrays by name."""
+    """A decoded message: type, seq, sim time t (s), sender wall clock (ns), arrays by name;
+    `numbers`: every number of the array frames, all finite, when the fast path
+    (`_decode_fixed`) decoded it, else None; in the layout's order (`_Layout`): a COMMAND's in
+    schema order, a STATE's as q, v, force, contact, status."""
 
     type: int
     seq: int
     t: float
     wall_ns: int
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    numbers: tuple | None = None
 
     def json(self) -> dict:
         """The JSON payload of a HELLO / CONFIG / ERROR / BYE message, validated against the
@@ -234,21 +290,19 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
     bytes."""
     head = FIXED.pack(MAGIC, VERSION, msg_type, seq & 0xFFFFFFFF, float(t),
                       time.time_ns() if wall_ns is None else wall_ns, len(arrays))
-    fast = _fixed_layout(msg_type, dims) if dims is not None else None
+    fast = _fixed_layout(msg_type, dims)
     if fast is not None:
         if len(arrays) != len(fast.fields):
             raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fast.fields)} arrays, got {len(arrays)}")
-        for a in arrays:
-            if type(a) is not np.ndarray:  # lists, numbers, array-likes: as numpy reads them
-                arrays = [np.asarray(a) for a in arrays]
-                break
-        signature = [(a.dtype, a.shape) for a in arrays]
+        if list(map(type, arrays)) != fast.ndarrays:  # lists, numbers, array-likes: as numpy reads them
+            arrays = [np.asarray(a) for a in arrays]
+        signature = list(map(_SIGNATURE, arrays))
         if signature != fast.signature:
             for (name, dtype, shape), (got_dtype, got_shape) in zip(fast.fields, signature):
                 if got_dtype != dtype or got_shape != shape:
                     raise ValueError(f"{name}: {got_dtype} {got_shape}, the schema needs {dtype} {shape}")
         # C order; pyzmq sends bytes faster than other buffers
-        return [head + fast.desc, *[a.tobytes() for a in arrays]]
+        return [head + fast.desc, *map(np.ndarray.tobytes, arrays)]
     parts = [head]
     frames = []
     for fid, arr in enumerate(arrays):
@@ -294,6 +348,22 @@ def check_command_values(arrays: dict) -> None:
             raise ProtocolError("value", f"{name} has {hi if hi > limit else lo}: |values| must be <= {limit:g}")
 
 
+def check_command(msg: Message) -> None:
+    """`check_command_values` of a decoded COMMAND. A message from the fast path carries its
+    numbers, already known finite, as one tuple (`Message.numbers`): the bounds are then read off
+    two sorted slices of it (sorting floats beats min and max in Python), and only a COMMAND
+    that breaks them is looked at field by field."""
+    numbers = msg.numbers
+    if numbers is not None:
+        n = len(msg.arrays["tau_ff"])
+        if not n:
+            return
+        values, gains, limit = sorted(numbers[:3 * n]), sorted(numbers[3 * n:5 * n]), COMMAND_VALUE_LIMIT
+        if -limit <= values[0] and values[-1] <= limit and 0 <= gains[0] and gains[-1] <= limit:
+            return
+    check_command_values(msg.arrays)
+
+
 def command_arrays(cmd, valid_until: int) -> list[np.ndarray]:
     """The six arrays of a COMMAND from a `sim.protocol.JointCommand` (tau_ff, q_des, v_des,
     kp, kd as f8: integer gains, e.g. from a TOML file, would otherwise be rejected) and the
@@ -313,10 +383,12 @@ def _decode_fixed(frames: list, dims: Dims | None, expect: tuple[int, ...] | Non
     """The fast path of `decode` for the usual message: a STATE or COMMAND of a fixed layout,
     every frame bytes (as recv_multipart gives them), the descriptors exactly the schema's and
     every value finite. Anything else returns None, and `decode`'s full validation then names
-    the fault. The array frames are joined into one bytes object, whose numbers one struct
-    unpacks for a single exact-sum finiteness check (math.fsum of finite values is finite unless
-    it overflows; inf and NaN propagate); the arrays are read-only, aligned views of that object
-    (of their own frame where they would be misaligned in it)."""
+    the fault. The array frames are joined into one bytes object (in the layout's `order`),
+    whose numbers one struct unpacks for a single finiteness check of their sum (inf and NaN
+    propagate through it; finite numbers whose sum overflows go to the full validation); the
+    numbers stay on the message (`Message.numbers`, for `check_command`). The arrays are
+    read-only, aligned views: of arrays that `prepare_decode` made, the joined bytes copied into
+    them, or else of the joined bytes themselves."""
     head = frames[0]
     if type(head) is not bytes or len(head) < FIXED.size:
         return None
@@ -332,18 +404,17 @@ def _decode_fixed(frames: list, dims: Dims | None, expect: tuple[int, ...] | Non
             return None
     if tuple(map(len, body)) != fast.sizes:
         return None
-    blob = b"".join(body)
-    try:
-        if not math.isfinite(math.fsum(fast.values.unpack(blob)) + t):
-            return None
-    except (OverflowError, ValueError):  # 1e308 + 1e308, or -inf + inf
+    blob = b"".join(body if fast.order is None else fast.order(body))
+    numbers = fast.values.unpack(blob)
+    if not math.isfinite(sum(numbers, t)):
         return None
-    runs = [np.frombuffer(blob, dtype, count, offset) for dtype, count, offset in fast.runs]
-    arrays = {}
-    for name, run, start, stop, shape, frame, dtype in fast.views:
-        arr = runs[run][start:stop] if run >= 0 else np.frombuffer(body[frame], dtype)
-        arrays[name] = arr if shape is None else arr.reshape(shape)
-    return Message(msg_type, seq, t, wall_ns, arrays)
+    try:
+        buffer, arrays = fast.pool.pop()
+    except IndexError:
+        arrays = fast.arrays_of(blob)
+    else:
+        buffer[:] = blob
+    return Message(msg_type, seq, t, wall_ns, arrays, numbers)
 
 
 def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = None) -> Message:

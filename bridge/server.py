@@ -258,6 +258,7 @@ class PlantServer:
         s = self.state
         self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force,
                                                               self.status], dims=self.dims))
+        P.prepare_decode(P.COMMAND, self.dims)  # while the controller works: the reply's arrays
 
     def _reject(self, ident: bytes, err: P.ProtocolError, seq: int) -> None:
         self.rejects[err.reason] += 1
@@ -306,7 +307,7 @@ class PlantServer:
             return None
         if msg.seq != tick:
             raise P.ProtocolError("sequence", f"COMMAND for tick {msg.seq}, current tick is {tick}")
-        P.check_command_values(msg.arrays)
+        P.check_command(msg)
         return msg
 
     # ------------------------------------------------------------------ loop

@@ -175,13 +175,14 @@ def test_any_robot_shape_round_trips_and_its_byte_flips_are_refused_cleanly(nq, 
 @settings(max_examples=300, deadline=None)
 @given(nq=st.integers(1, 30), nu=st.integers(0, 20), nc=st.integers(0, 6), floating=st.booleans(),
        flips=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 10_000), st.integers(1, 255)), max_size=3),
-       split=st.booleans(), as_memoryview=st.booleans(), data=st.data())
+       split=st.booleans(), as_memoryview=st.booleans(), prepared=st.booleans(), data=st.data())
 def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc, floating, flips, split,
-                                                                   as_memoryview, data):
+                                                                   as_memoryview, prepared, data):
     """`decode`'s fast path (`_decode_fixed`) against the full validation alone, on STATEs and
     COMMANDs with flipped bytes, a frame moved to a neighbour, or frames given as memoryviews of
-    8-byte items: whatever the fast path returns, the full path returns too, with equal arrays,
-    time and sequence number, and the fast path's arrays are aligned for their dtype."""
+    8-byte items, into arrays made by `prepare_decode` or not: whatever the fast path returns,
+    the full path returns too, with equal arrays, time and sequence number, and the fast path's
+    arrays are read-only and aligned for their dtype."""
     dims = P.Dims(nq, nq - 1 if floating and nq > 1 else nq, nu, nc, 3 if floating else 2)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
@@ -199,6 +200,8 @@ def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc,
         frames = [bytes(r) for r in raw]
         if as_memoryview:
             frames = [frames[0]] + [memoryview(f).cast("d") if len(f) % 8 == 0 and f else f for f in frames[1:]]
+        if prepared:
+            P.prepare_decode(msg_type, dims)
         fast = P._decode_fixed(frames, dims, None)
         if fast is None:
             continue
@@ -206,8 +209,9 @@ def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc,
         assert (full.type, full.seq, full.t, full.wall_ns) == (fast.type, fast.seq, fast.t, fast.wall_ns)
         assert full.arrays.keys() == fast.arrays.keys()
         for name in full.arrays:
-            assert full.arrays[name].dtype == fast.arrays[name].dtype and fast.arrays[name].flags.aligned
-            np.testing.assert_array_equal(full.arrays[name], fast.arrays[name])
+            got = fast.arrays[name]
+            assert full.arrays[name].dtype == got.dtype and got.flags.aligned and not got.flags.writeable
+            np.testing.assert_array_equal(full.arrays[name], got)
 
 
 def _full_decode(frames, dims):
@@ -245,3 +249,60 @@ def test_the_command_value_check_agrees_with_its_field_by_field_definition(value
         with pytest.raises(P.ProtocolError) as info:
             P.check_command_values(arrays)
         assert info.value.reason == expected
+
+
+def test_prepared_arrays_serve_one_message_each():
+    """`prepare_decode` keeps at most two sets; each decoded message gets its own (a later message
+    never changes an earlier one's arrays), read-only; a message the fast path refuses takes
+    none, and a decode with none left makes its own arrays."""
+    dims = P.Dims(11, 11, 8, 4)
+    layout = P._fixed_layout(P.STATE, dims)
+    layout.pool.clear()
+    for _ in range(3):
+        P.prepare_decode(P.STATE, dims)
+    assert len(layout.pool) == 2
+
+    def state(k, q0=0.0):
+        arrays = [np.full(11, q0 + k), np.full(11, -k, float), np.array([1, 0, 1, k % 2], np.uint8),
+                  np.full((4, 2), 2.0 * k), np.array([k % 4], np.uint8)]
+        return P.encode(P.STATE, k, 0.01 * k, arrays, dims=dims)
+
+    with pytest.raises(P.ProtocolError) as info:  # a NaN: the full path refuses it, no set is used
+        P.decode(state(9, q0=float("nan")), dims)
+    assert info.value.reason == "non_finite" and len(layout.pool) == 2
+    msgs = [P.decode(state(k), dims) for k in range(1, 4)]
+    assert not layout.pool
+    for k, msg in enumerate(msgs, start=1):
+        a = msg.arrays
+        assert (a["q"] == k).all() and (a["v"] == -k).all() and (a["force"] == 2.0 * k).all()
+        assert a["contact"].tolist() == [1, 0, 1, k % 2] and a["status"].tolist() == [k % 4]
+        assert msg.numbers[:11] == (float(k),) * 11 and msg.t == 0.01 * k
+        for arr in a.values():
+            assert not arr.flags.writeable and arr.flags.aligned
+            with pytest.raises(ValueError):
+                arr[...] = 0
+    assert msgs[0].arrays["q"].base is not msgs[1].arrays["q"].base
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.floats(0, 1e9), min_size=10, max_size=10), signs=st.lists(st.booleans(), min_size=6,
+                                                                                    max_size=6),
+       breaks=st.lists(st.tuples(st.integers(0, 9), st.sampled_from([1e9, -1e9, 1.0000001e9, -1.0000001e9, -0.0,
+                                                                     -1e-300, 1e308, -1e308, 2e9])), max_size=2))
+def test_check_command_agrees_with_the_value_check_of_the_arrays(values, signs, breaks):
+    """`check_command` (bounds read off the decoded numbers) refuses exactly the COMMANDs that
+    `check_command_values` (the arrays, field by field) refuses, with the same reason."""
+    dims = P.Dims(3, 3, 2, 1)
+    values = [-v if sign else v for v, sign in zip(values, signs)] + values[6:]  # gains (the last 4) >= 0
+    for i, bad in breaks:  # none, one or two values at or beyond a bound
+        values[i] = bad
+    arrays = [np.array(values[2 * i:2 * i + 2]) for i in range(5)] + [np.array([5], np.int64)]
+    msg = P.decode(P.encode(P.COMMAND, 1, 0.0, arrays, dims=dims), dims)
+    outcomes = []
+    for check in (lambda: P.check_command(msg), lambda: P.check_command_values(msg.arrays)):
+        try:
+            check()
+            outcomes.append(None)
+        except P.ProtocolError as err:
+            outcomes.append(err.reason)
+    assert outcomes[0] == outcomes[1]
