@@ -10,16 +10,18 @@ the ratio is the protocol's own cost. The two are measured in alternating blocks
 exchanges, so that a noisy neighbour hits both alike.
 
 Measured (`python -m launch bench bridge --json`, this machine, 2 cores, 796 bytes a round
-trip in 5 + 7 frames), ten runs each, interleaved with the protocol code of the previous
-release: p50 ratio 1.34-1.40 (medians 1.368 and 1.369 in two groups of five; RTT ~225-305 us
-against ~165-225 us bare); the previous code 1.36-1.44 (medians 1.370 and 1.389): the same
-within the noise. Per message (timeit, quiet machine) the protocol's own work fell: decode
-STATE 6.0 -> 5.1 us, decode COMMAND 6.9 -> 4.5 us, the COMMAND value check 1.8 -> 1.5 us;
-encode 2.0-2.3 us as before. Inside the round trip these cost two to three times as much:
-each side has just woken from a blocking receive, and code run right after a sleep is slower
-on this machine (decode, check and encode of a COMMAND in-process: 8 us back to back, 13-16 us
-after sleeping 200 us, 20-26 us after sleeping 2 ms). With the benchmark side spinning on a
-non-blocking receive instead, encode and decode cost 1.6x their timeit figures.
+trip in 5 + 7 frames), ten runs interleaved with the protocol code of the previous release
+(git worktree): p50 ratio 1.22-1.34, median 1.287 (RTT median 195 us against 148 us bare);
+the previous code 1.34-1.46, median 1.376. The ratio rises as the machine gets faster (the
+same overhead over a smaller bare RTT): 1.22-1.29 at ~185-220 us bare, 1.28-1.34 at ~140-150.
+
+Where the protocol's time goes inside the round trip (per-phase timers, medians, 6000
+exchanges): decode 7-10 us, encode 5-6 us per side, the COMMAND bound check 2.3-2.9 us, and
+the send after that work 4-5 us slower than an immediate echo's, as ZeroMQ's I/O thread has
+gone back to sleep. Code run right after a blocking receive is two to four times slower than
+in a timeit loop on this machine, and numpy calls most of all (five `frombuffer` calls: 8 us
+after a wake-up, 1.5 us back to back); hence `prepare_decode`, which makes the next message's
+arrays while the peer works, so that decode only copies bytes into them.
 """
 from __future__ import annotations
 
