@@ -40,6 +40,7 @@ def _tick_times(robot: str, ticks: int) -> dict:
         t2 = time.perf_counter()
         P.encode(P.COMMAND, msg.seq, msg.t, P.command_arrays(cmd, k + 1), dims=dims)
         t3 = time.perf_counter()
+        P.prepare_decode(P.STATE, dims)  # as the client does after sending
         phases.update(ctrl.prepare())
         ctrl.tick_info()
         t4 = time.perf_counter()
