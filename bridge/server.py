@@ -441,7 +441,7 @@ class PlantServer:
                 self.counts[status] += 1
             try:
                 self.state = self.plant.step(cmd, period)
-            except ValueError as err:  # a command the plant cannot apply (decode and check_command_values
+            except ValueError as err:  # a command the plant cannot apply (decode and check_command
                 self.counts["bad_commands"] += 1  # should have refused it already)
                 self.last_command = None
                 self.state = self.plant.step(self._safe_command(), period)

@@ -126,8 +126,8 @@ _EXTREMES = [1e308, -1e308, 1.7e308, float("inf"), float("-inf"), float("nan"), 
                       min_size=2, max_size=2),
        t=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_EXTREMES)))
 def test_a_state_decodes_exactly_when_numpy_calls_its_values_finite(q, force, t):
-    """The fast path's single finiteness check (an exact sum over all of a message's numbers;
-    when the sum overflows or meets inf - inf, the full validation decides) agrees with numpy's
+    """The fast path's single finiteness check (the sum of all of a message's numbers; when the
+    sum overflows or meets inf - inf, the full validation decides) agrees with numpy's
     isfinite for any values, huge ones that overflow a sum included: a finite STATE decodes to
     exactly its values, a non-finite one is refused as non_finite."""
     arrays = [np.array(q), np.zeros(4), np.array([1], np.uint8), np.array(force).reshape(1, 2),
