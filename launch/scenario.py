@@ -142,6 +142,9 @@ class Scenario:
                 resolve_plan(plan)
             except ValueError as err:
                 raise ValueError(f"scenario {self.name!r}: {err}") from None
+        from .preflight import check_robot_for
+
+        check_robot_for(self)  # what the scenario needs of its robot (start pose, 3D MPC), before any process
         return self
 
     @property
