@@ -37,6 +37,8 @@ _BUILTIN = {
     "go1": "robots.library.quadrupeds3d:go1",
     "a1": "robots.library.quadrupeds3d:a1",
     "solo12": "robots.library.quadrupeds3d:solo12",
+    "go2": "robots.library.quadrupeds3d:go2",
+    "anymal_c": "robots.library.quadrupeds3d:anymal_c",
     "box3d": "robots.library.box3d:build",
 }
 _REGISTERED: dict[str, Callable[..., RobotModel] | str] = dict(_BUILTIN)

@@ -28,6 +28,8 @@ EXAMPLE_ROBOTS = {
     "go1": ("go1_description/urdf/go1.urdf", ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
     "a1": ("a1_description/urdf/a1.urdf", ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
     "solo12": ("solo_description/robots/solo12.urdf", ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")),
+    "go2": ("go2_description/urdf/go2.urdf", ("FL_foot", "FR_foot", "RL_foot", "RR_foot")),
+    "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")),
 }
 
 

@@ -23,7 +23,7 @@ def test_robots_json_lists_the_planar_and_3d_robots():
     out = run("robots", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
-    assert {r["name"] for r in rows if r["dim"] == 3} == {"go1", "a1", "solo12", "box3d"}
+    assert {r["name"] for r in rows if r["dim"] == 3} == {"go1", "a1", "solo12", "go2", "anymal_c", "box3d"}
     table = {r["name"]: (r["nq"], r["nv"], r["nu"], r["ncontacts"]) for r in rows}
     assert table == {
         "point_mass": (1, 1, 1, 1),
@@ -34,6 +34,8 @@ def test_robots_json_lists_the_planar_and_3d_robots():
         "go1": (19, 18, 12, 4),
         "a1": (19, 18, 12, 4),
         "solo12": (19, 18, 12, 4),
+        "go2": (19, 18, 12, 4),
+        "anymal_c": (19, 18, 12, 4),
         "box3d": (7, 6, 0, 4),
         "block": (3, 3, 0, 2),
     }

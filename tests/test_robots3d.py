@@ -9,7 +9,7 @@ import pytest
 from robots import get_robot, numeric
 from robots.urdf import load_urdf_tree
 
-ROBOTS = ("go1", "a1", "solo12")
+ROBOTS = ("go1", "a1", "solo12", "go2", "anymal_c")
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
