@@ -168,7 +168,7 @@ def mpc_task(scenario: Scenario, model=None):
         if model.floating_base:  # the 3D MPC (mpc.centroidal)
             from mpc.centroidal.controller import mpc3d_options
 
-            return mpc3d_options(**scenario.controller_options).task
+            return mpc3d_options(model, **scenario.controller_options).task
         return mpc_options(model, **scenario.controller_options).task.for_model(model)
     except ValueError:
         return None
@@ -180,6 +180,18 @@ def task_targets(scenario: Scenario, model=None) -> dict:
     task; {} for a plan and for the PD stand."""
     task = mpc_task(scenario, model)
     return {} if task is None else dict(task.targets)
+
+
+def _column_sum(columns: dict, name: str) -> int | None:
+    """The sum of a per-tick 0/1 column of controller_ticks.csv, None if the controller has none."""
+    col = columns.get(name)
+    return None if col is None or not col.size else int(np.nansum(col))
+
+
+def _column_first(columns: dict, name: str) -> float | None:
+    """The first value of a per-tick column (a setting the controller repeats), None if absent."""
+    col = columns.get(name)
+    return None if col is None or not col.size else round(float(col[0]), 6)
 
 
 def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exit_codes=()) -> dict:
@@ -220,6 +232,12 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
         "complementarity_p99": float(np.nanpercentile(comp, 99)) if comp is not None and comp.size else None,
         "complementarity_worst": worst_complementarity(ctrl, model),
+        # the 3D MPC's own word on its plans (mpc.centroidal.controller.PlanCheck): ticks whose
+        # first stage failed the physics check (and was corrected), ticks whose QP stopped at its
+        # iteration cap, and how far it plans ahead
+        "plan_inconsistent_ticks": _column_sum(ctrl, "plan_inconsistent"),
+        "qp_capped_ticks": _column_sum(ctrl, "qp_capped"),
+        "horizon_s": _column_first(ctrl, "horizon_s"),
         "push_ns": scenario.push_ns,
         "push_axis": scenario.push_axis,
         "push_at_s": scenario.push_time_s,

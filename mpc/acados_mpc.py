@@ -72,7 +72,13 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
     model.name = name or f"cimpc_{problem.model.name}"
     model.x = ca.vertcat(x, tau)
     model.u = u
-    model.disc_dyn_expr = ca.vertcat(problem.x_next, tau + problem.options.dt)
+    dts = stage_lengths(problem)
+    dt_param = getattr(problem, "dt_param", None)  # stages of differing length: dt is a parameter
+    if dt_param is not None:
+        model.p = dt_param
+        model.disc_dyn_expr = ca.vertcat(problem.x_next, tau + dt_param)
+    else:
+        model.disc_dyn_expr = ca.vertcat(problem.x_next, tau + problem.options.dt)
     h, h_lb, h_ub = soft_constraints(problem)
     model.con_h_expr = h
     model.cost_y_expr = ca.vertcat(y_x - reference.x(tau), y_u - reference.u(tau))
@@ -81,7 +87,10 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
     ocp.model = model
     n = problem.options.n_stages
     set_horizon(ocp, n)
-    ocp.solver_options.tf = n * problem.options.dt
+    ocp.solver_options.tf = float(np.sum(dts))
+    if dt_param is not None:
+        ocp.parameter_values = np.array([dts[0]])
+        ocp.solver_options.time_steps = dts  # acados scales each stage's cost by its length
     ocp.cost.cost_type = "NONLINEAR_LS"
     ocp.cost.cost_type_e = "NONLINEAR_LS"
     ocp.cost.W = np.diag(np.concatenate([weights.w_x, weights.w_u]))
@@ -124,6 +133,14 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
     return ocp
 
 
+def stage_lengths(problem) -> np.ndarray:
+    """Every stage's length (s): the problem's own `stage_lengths()` if it has stages of
+    differing length, else options.dt repeated."""
+    if hasattr(problem, "stage_lengths"):
+        return np.asarray(problem.stage_lengths(), dtype=float)
+    return np.full(problem.options.n_stages, problem.options.dt)
+
+
 class RtiSolver:
     """One compiled acados solver of the OCP plus warm-start and timing helpers."""
 
@@ -136,13 +153,18 @@ class RtiSolver:
                                                          joint_limits=joint_limits),
                                         cache_dir=cache_dir, verbose=verbose)
         self.built_now = self.solver.legmpc_built_now
+        self.dts = stage_lengths(problem)
+        self.grid = np.concatenate([[0.0], np.cumsum(self.dts)])  # stage start times from stage 0, s
+        if getattr(problem, "dt_param", None) is not None:
+            for k, dt in enumerate(self.dts):
+                self.solver.set(k, "p", np.array([dt]))
         self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu, rti=options.nlp_solver == "SQP_RTI")
+        self._shift_maps = None
         self._acc = np.zeros(len(STAT_NAMES))  # statistics summed since the last take_stats()
 
     def initialize(self, x0: np.ndarray, tau0: float) -> None:
         """Set the whole horizon's guess to the reference from gait time tau0 (state x0 at stage 0)."""
-        dt = self.problem.options.dt
-        taus = tau0 + dt * np.arange(self.n + 1)
+        taus = tau0 + self.grid
         xs = np.column_stack([self.reference.x_at(taus), taus])
         xs[0, :-1] = x0
         us = np.clip(self.reference.u_at(taus[:-1]), self.problem.u_lb, self.problem.u_ub)
@@ -156,13 +178,47 @@ class RtiSolver:
         self.initialize(x0, tau0)
 
     def shift(self, xs: np.ndarray | None = None, us: np.ndarray | None = None) -> None:
-        """Warm start for the next tick: move every stage's x and u one stage earlier; the new
-        last stage repeats the old last state and control (its clock advanced by dt). xs, us:
-        the iterate to shift (default: the solver's current one)."""
+        """Warm start for the next tick, one first stage (dt) later: with equal stages, move every
+        stage's x and u one stage earlier, the new last stage repeating the old last state and
+        control (its clock advanced by dt); with stages of differing length, the iterate
+        interpolated at the new stage times (`shift_maps`). xs, us: the iterate to shift
+        (default: the solver's current one)."""
+        dt = self.problem.options.dt
+        if np.all(self.dts == dt):
+            if xs is None or us is None:
+                self.io.shift(dt)
+            else:
+                self.io.set_shifted(xs, us, dt)
+            return
         if xs is None or us is None:
-            self.io.shift(self.problem.options.dt)
-        else:
-            self.io.set_shifted(xs, us, self.problem.options.dt)
+            xs, us = self.io.get()
+        A, B = self.shift_maps()
+        xs2 = A @ xs
+        xs2[:, -1] = xs[0, -1] + dt + self.grid  # the clock: exact
+        self.io.set(xs2, B @ us)
+
+    def shift_maps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(A, B): the iterate one first stage later as linear maps, xs' = A xs, us' = B us.
+        States are interpolated linearly at the new stage times (held after the horizon's end);
+        each new control is the time average of the old controls over its stage (so the feet's
+        displacement matches the interpolated positions), the last one held past the end."""
+        if self._shift_maps is None:
+            dt, grid, n = self.problem.options.dt, self.grid, self.n
+            new = np.minimum(grid + dt, grid[-1])
+            A = np.zeros((n + 1, n + 1))
+            for k, t in enumerate(new):
+                j = min(np.searchsorted(grid, t, side="right") - 1, n - 1)
+                w = (t - grid[j]) / (grid[j + 1] - grid[j])
+                A[k, j], A[k, j + 1] = 1.0 - w, w
+            B = np.zeros((n, n))
+            for k in range(n):
+                t0, t1 = grid[k] + dt, grid[k + 1] + dt
+                for j in range(n):
+                    lo, hi = max(t0, grid[j]), min(t1, grid[j + 1] if j < n - 1 else np.inf)
+                    if hi > lo:
+                        B[k, j] = (hi - lo) / (t1 - t0)
+            self._shift_maps = (A, B)
+        return self._shift_maps
 
     def feedback(self, x0: np.ndarray) -> int:
         """Feedback phase at the measured state x0 (nx + 1, clock last); returns acados status.

@@ -30,7 +30,8 @@ class TrackingCost:
               z_l1 |r| + 0.5 z_l2 r^2 (as in acados: r = s_upper - s_lower, s >= 0)
     terminal: 0.5 (x_N - xref_N)^T diag(w_e) (x_N - xref_N)
     stage_scale: acados (0.2) multiplies every stage cost, slacks included, by the stage length
-    dt; pass dt here to solve exactly acados's problem.
+    dt; pass dt here (or one per stage, (N,), for stages of differing length) to solve exactly
+    acados's problem.
     yref: (N, nx + nu); xref_e: (nx,).
     """
 
@@ -40,7 +41,7 @@ class TrackingCost:
     xref_e: np.ndarray
     z_l1: float = 100.0
     z_l2: float = 1e4
-    stage_scale: float = 1.0
+    stage_scale: float | np.ndarray = 1.0
 
     def check(self, ocp: ContactOcp) -> "TrackingCost":
         """Raise ValueError if a size does not match `ocp`; return self."""
@@ -80,7 +81,8 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
                 x_init: np.ndarray | None = None, u_init: np.ndarray | None = None,
                 extra_constraints: Callable[[list, list], tuple[list, list, list]] | None = None,
                 tol: float = 1e-10, max_iter: int = 3000, verbose: bool = False) -> IpoptSolution:
-    """Solve the OCP to convergence (multiple shooting, exact Hessian).
+    """Solve the OCP to convergence (multiple shooting, exact Hessian). A problem with stages of
+    differing length (`stage_dts`, e.g. mpc.centroidal.ocp) is stepped with each stage's own.
 
     x0: fixed initial state (None: free, then `extra_constraints` should pin it down).
     x_init, u_init: initial guess, (N+1, nx) and (N, nu); default: x0 (or zeros) repeated,
@@ -92,7 +94,22 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
     n, nx, nu, nco = ocp.options.n_stages, ocp.nx, ocp.nu, h_expr.numel()
     y_x, y_u = cost_features(ocp)
     features = ca.Function("features", [ocp.x, ocp.u], [y_x, y_u])
-    soft = ca.Function("soft", [ocp.x, ocp.u], [h_expr])
+    dts = getattr(ocp, "stage_dts", None)
+    if dts is not None:
+        def step(X, U, k):
+            return ocp.step_dt(X, U, dts[k])
+
+        def soft_k(X, U, k):
+            return ocp.soft_dt(X, U, dts[k])
+    else:
+        soft = ca.Function("soft", [ocp.x, ocp.u], [h_expr])
+
+        def step(X, U, k):
+            return ocp.step(X, U)
+
+        def soft_k(X, U, k):
+            return soft(X, U)
+    scale = np.broadcast_to(np.asarray(cost.stage_scale, dtype=float), (n,))
     X = [ca.SX.sym(f"x{k}", nx) for k in range(n + 1)]
     U = [ca.SX.sym(f"u{k}", nu) for k in range(n)]
     SL = [ca.SX.sym(f"sl{k}", nco) for k in range(n)]
@@ -101,12 +118,12 @@ def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = 
     g, lbg, ubg = [], [], []
     for k in range(n):
         y = ca.vertcat(*features(X[k], U[k]))
-        J += cost.stage_scale * (_ls(y - cost.yref[k], cost.w) + cost.z_l1 * ca.sum1(SL[k] + SU[k])
-                                 + 0.5 * cost.z_l2 * ca.sum1(SL[k] ** 2 + SU[k] ** 2))
-        g += [ocp.step(X[k], U[k]) - X[k + 1]]
+        J += scale[k] * (_ls(y - cost.yref[k], cost.w) + cost.z_l1 * ca.sum1(SL[k] + SU[k])
+                         + 0.5 * cost.z_l2 * ca.sum1(SL[k] ** 2 + SU[k] ** 2))
+        g += [step(X[k], U[k], k) - X[k + 1]]
         lbg += [np.zeros(nx)]
         ubg += [np.zeros(nx)]
-        r = soft(X[k], U[k])
+        r = soft_k(X[k], U[k], k)
         g += [r + SL[k], r - SU[k]]  # lh - sl <= r <= uh + su (lh = uh = 0 for complementarity)
         lbg += [h_lb, np.full(nco, -np.inf)]
         ubg += [np.full(nco, np.inf), h_ub]

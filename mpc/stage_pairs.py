@@ -23,11 +23,18 @@ class StagePairs:
         self._in = np.zeros(problem.nx + problem.nu)
         self._out = np.zeros(2 * self.n)
 
+    def values(self, x: np.ndarray, u: np.ndarray) -> list:
+        """The pairs of stage (x, u) as one list: every a, then every b (the problem's order)."""
+        self._in[: self.nx], self._in[self.nx:] = x, u
+        return self._fn.call_flat(self._in, self._out).tolist()
+
     def worst(self, x: np.ndarray, u: np.ndarray) -> dict:
         """The largest |a b| over the pairs of stage (x, u), which pair (index into the problem's
         pair list) and its a and b."""
-        self._in[: self.nx], self._in[self.nx:] = x, u
-        ab = self._fn.call_flat(self._in, self._out).tolist()
+        return self.worst_of(self.values(x, u))
+
+    def worst_of(self, ab: list) -> dict:
+        """`worst` of pair values already computed (`values`)."""
         n = self.n
         prods = [abs(a * b) for a, b in zip(ab[:n], ab[n:])]
         k = max(range(n), key=prods.__getitem__)

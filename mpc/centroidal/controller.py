@@ -25,12 +25,18 @@ from ..acados_mpc import CostWeights, RtiOptions, RtiSolver
 from ..contact_ocp import OcpOptions
 from ..reference import FourierReference
 from ..stage_pairs import StagePairs
-from .gaits import Gait3dTask, feature_weights, periodic_gait3d
+from .gaits import Gait3dTask, periodic_gait3d
 from .ocp import FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
 from .srb import SingleRigidBody
+from .tuning import derived_gains, feature_weights
 from .wholebody import build_layer
 
 PRESOLVE_ITERATIONS = 10  # RTI iterations at the standing start before the first tick
+
+
+# the default horizon: 5 stages of 10 ms (the tick executes the first), 6 of 25 ms, 4 of 50 ms: 0.4 s
+# in 15 stages, the QP of a 0.15 s uniform horizon (docs/MPC.md, "Horizon")
+DEFAULT_STAGE_DTS = (0.01,) * 5 + (0.025,) * 6 + (0.05,) * 4
 
 
 @dataclass(frozen=True)
@@ -39,11 +45,14 @@ class Mpc3dOptions:
 
     Task: vx, vy (m/s, heading frame), yaw_rate (rad/s), period (s, reference gait), stand
     (balance on all feet). ramp_s: the reference's velocities rise from 0 over this time (s).
-    OCP: dt (s per stage = control period), n_stages, sigma (gap/force relaxation, m x weights).
-    Solver: qp_iter_max, hpipm_mode, cond_n (partial condensing horizon), z_l1 / z_l2 (slack penalties; z_l1 1e3 let the QP buy
-    loaded feet that slide, executed-stage complementarity p99 0.5; 1e4 sagged the turning base
-    to 0.17 m; 3e3 keeps both: docs/MPC.md).
-    Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints.
+    OCP: stage_dts (s, one per stage; the first is the control period, the tick executes it),
+    sigma (gap/force relaxation, m x weights), terminal_factor (terminal weight, x the stage
+    weights).
+    Solver: qp_iter_max, hpipm_mode, cond_n (partial condensing horizon), z_l1 / z_l2 (slack
+    penalties; z_l1 1e3 let the QP buy loaded feet that slide, executed-stage complementarity
+    p99 0.5; 1e4 sagged the turning base to 0.17 m; 3e3 keeps both: docs/MPC.md).
+    Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints;
+    None: derived from the robot (`tuning.derived_gains`).
     deadline_s: per-tick compute budget (s).
     """
 
@@ -53,31 +62,53 @@ class Mpc3dOptions:
     period: float = 0.4
     stand: bool = False
     ramp_s: float = 0.5
-    dt: float = 0.01
-    n_stages: int = 15  # 0.15 s: with 20, slow ticks missed the realtime deadline (docs/MPC.md)
+    stage_dts: tuple = DEFAULT_STAGE_DTS
     sigma: float = 1e-5
+    terminal_factor: float = 1.0
     qp_iter_max: int = 12
     hpipm_mode: str = "SPEED"  # 3 s lockstep trot: solve p50/p99 2.9/3.9 ms against BALANCE's 3.7/5.1, same gait
     cond_n: int | None = None
     z_l1: float = 3e3
     z_l2: float = 1e4
-    kp: float = 60.0
-    kd: float = 2.0
+    kp: float | None = None
+    kd: float | None = None
     deadline_s: float = 0.009
 
     def validate(self) -> "Mpc3dOptions":
         """Raise ValueError naming the bad field and the fix; return self."""
         self.task.validate()
-        for name in ("kp", "kd", "ramp_s"):
+        for name in ("kp", "kd", "ramp_s", "terminal_factor"):
             value = getattr(self, name)
+            if value is None and name in ("kp", "kd"):
+                continue
             if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
                 raise ValueError(f"mpc {name} must be a finite number >= 0, got {value!r}")
         if not (isinstance(self.qp_iter_max, int) and self.qp_iter_max >= 1):
             raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
         if not self.deadline_s > 0:
             raise ValueError(f"mpc deadline_s must be > 0 s, got {self.deadline_s}")
+        dts = self.stage_dts
+        if not (isinstance(dts, (tuple, list)) and 2 <= len(dts) <= 100
+                and all(isinstance(d, (int, float)) and np.isfinite(d) and 0.001 <= d <= 0.2 for d in dts)):
+            raise ValueError(f"mpc stage_dts must be 2 to 100 stage lengths in [0.001, 0.2] s (the first is the "
+                             f"control period), got {dts!r}")
         self.ocp.validate()
         return self
+
+    @property
+    def dt(self) -> float:
+        """The first stage's length, s: the control period."""
+        return float(self.stage_dts[0])
+
+    @property
+    def n_stages(self) -> int:
+        """Number of stages."""
+        return len(self.stage_dts)
+
+    @property
+    def horizon_s(self) -> float:
+        """The horizon's length, s."""
+        return float(sum(self.stage_dts))
 
     @property
     def task(self) -> Gait3dTask:
@@ -86,7 +117,7 @@ class Mpc3dOptions:
 
     @property
     def ocp(self) -> OcpOptions:
-        """The OCP discretization part."""
+        """The OCP discretization part (stage lengths: `stage_dts`)."""
         return OcpOptions(dt=self.dt, n_stages=self.n_stages, sigma=self.sigma)
 
 
@@ -135,21 +166,28 @@ class CentroidalMpc:
 
     name = "mpc"
 
-    def __init__(self, model: RobotModel, options: Mpc3dOptions = Mpc3dOptions(), *, verbose: bool = True):
+    def __init__(self, model: RobotModel, options: Mpc3dOptions | None = None, *, verbose: bool = True):
+        options = options if options is not None else mpc3d_options(model)
         options.validate()
         if not model.name.isidentifier():
             raise ValueError(f"robot name {model.name!r}: the MPC names its generated C code after the robot, so the "
                              "name must be a C identifier (letters, digits, '_')")
         from robots.codegen import compile_functions
 
-        self.model, self.options = model, options
         self.srb = SingleRigidBody.from_model(model)
-        self.problem = CentroidalOcp(self.srb, options.ocp)
+        if options.kp is None or options.kd is None:
+            gains = derived_gains(model, self.srb)
+            options = replace(options, kp=gains["kp"] if options.kp is None else options.kp,
+                              kd=gains["kd"] if options.kd is None else options.kd)
+        self.model, self.options = model, options
+        self.problem = CentroidalOcp(self.srb, options.ocp, stage_dts=options.stage_dts)
+        self.check = PlanCheck.of(self.srb)
         self.gait = periodic_gait3d(self.problem, options.task, verbose=verbose)
         base = FourierReference.fit(self.gait)
         self.reference = RampedReference(base, options.ramp_s, (FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE))
         w_x, w_u = feature_weights(self.problem)
-        weights = CostWeights(w_x=w_x, w_u=w_u, z_l1=options.z_l1, z_l2=options.z_l2)
+        weights = CostWeights(w_x=w_x, w_u=w_u, terminal_factor=options.terminal_factor, z_l1=options.z_l1,
+                              z_l2=options.z_l2)
         self.rti = RtiSolver(self.problem, self.reference, weights,
                              RtiOptions(qp_iter_max=options.qp_iter_max, hpipm_mode=options.hpipm_mode, qp_tol=1e-3,
                                         cond_n=options.cond_n),
@@ -162,10 +200,11 @@ class CentroidalMpc:
         self._in_cmd = np.zeros(model.nq + model.nv + 2 * nx + nu)
         self._out_cmd = np.zeros(3 * model.nu)
         self._pairs = StagePairs(self.problem, lib_name=f"srb_pairs_{model.name}")
-        self._kp = np.full(model.nu, options.kp)
-        self._kd = np.full(model.nu, options.kd)
+        self._kp = np.full(model.nu, float(options.kp))
+        self._kd = np.full(model.nu, float(options.kd))
         self._kp.flags.writeable = self._kd.flags.writeable = False
         self.offset: float | None = None
+        self._yaw: float | None = None  # the last measured yaw, unwrapped (continuous)
         self._info: dict = {}
         self._executed = None
         self._plan_x = self._plan_u = None
@@ -174,6 +213,7 @@ class CentroidalMpc:
         # presolve at the nominal stance (the scenario's start): the first tick starts from a
         # converged-ish plan, not from one iteration away from a guess
         x_stand = self._measured(model.q0, np.zeros(model.nv))
+        self._yaw = None
         self._guess(x_stand, 0.0)
         for _ in range(PRESOLVE_ITERATIONS):
             self.rti.prepare()
@@ -182,26 +222,56 @@ class CentroidalMpc:
         self.rti.take_stats()
 
     def _measured(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """The OCP state of the measured robot."""
+        """The OCP state of the measured robot, its yaw unwrapped: the measurement's yaw (atan2,
+        in (-pi, pi]) moved by whole turns to the one nearest the last tick's, so that the plan's
+        continuous yaw never meets a jump of 2 pi."""
         nq = self.model.nq
         self._in_state[:nq], self._in_state[nq:] = q, v
-        return self._srb_state.call_flat(self._in_state).copy()
+        x = self._srb_state.call_flat(self._in_state).copy()
+        if self._yaw is not None:
+            x[5] += 2.0 * np.pi * np.round((self._yaw - x[5]) / (2.0 * np.pi))
+        self._yaw = float(x[5])
+        return x
+
+    def _move_plan_to(self, x: np.ndarray) -> None:
+        """Move and turn the presolved plan (made at the origin, heading 0) to the measured
+        robot's place and heading, then linearize there again. The OCP is invariant under both
+        (controls live in the heading frame), so the plan stays a solution: a robot that starts
+        elsewhere or facing elsewhere meets no jump at its first tick."""
+        xs, us = self.rti.io.get()
+        turn = x[5] - xs[0, 5]
+        if abs(turn) < 1e-12 and np.allclose(xs[0, 0:2], x[0:2], atol=1e-12):
+            return
+        c, s = np.cos(turn), np.sin(turn)
+        R = np.array([[c, -s], [s, c]])
+        origin = xs[0, 0:2].copy()
+        xs[:, 0:2] = (xs[:, 0:2] - origin) @ R.T + x[0:2]
+        for i in range(self.problem.nc):
+            sl = self.problem.layout.foot(i)
+            xs[:, sl.start:sl.start + 2] = (xs[:, sl.start:sl.start + 2] - origin) @ R.T + x[0:2]
+        xs[:, 5] += turn
+        xs[:, 6:8] = xs[:, 6:8] @ R.T
+        self.rti.io.set(xs, us)
+        self.rti.prepare()
+        self.rti.take_stats()
 
     def _guess(self, x0: np.ndarray, tau0: float) -> None:
         """The horizon's guess: x0 held (feet still, the weight shared), clock from tau0."""
-        n, dt = self.options.n_stages, self.options.dt
+        n = self.options.n_stages
         xs = np.tile(np.append(x0, 0.0), (n + 1, 1))
-        xs[:, -1] = tau0 + dt * np.arange(n + 1)
+        xs[:, -1] = tau0 + self.rti.grid
         us = np.tile(self.problem.standing_control(), (n, 1))
         self.rti.io.set(xs, us)
 
     def compute(self, t: float, q: np.ndarray, v: np.ndarray, contact: np.ndarray) -> tuple[JointCommand, dict]:
-        """Feedback phase at (t, q, v), then the whole-body layer; returns the command and its
-        phases (s)."""
+        """Feedback phase at (t, q, v), the plan's first stage checked against physics
+        (`PlanCheck`, corrected where it fails), then the whole-body layer; returns the command
+        and its phases (s)."""
         t0 = time.perf_counter()
         x = self._measured(q, v)
         if self.offset is None:
             self.offset = -t  # the gait clock starts at the first tick
+            self._move_plan_to(x)
         tau = t + self.offset
         status = self.rti.feedback(np.append(x, tau))
         stats = self.rti.take_stats()
@@ -220,20 +290,28 @@ class CentroidalMpc:
             us = self.problem.standing_control()[None, :]
         else:
             xs, us = self._plan_x[k:], self._plan_u[k:]
+        u0 = us[0].copy()
+        pairs = self._pairs.values(x, u0)
+        comp = self._pairs.worst_of(pairs)
+        bad = self.check.failures(pairs)
+        if bad:
+            self.check.correct(u0, bad, self.problem.layout)
         buf = self._in_cmd
         buf[:nq], buf[nq:nq + nv] = q, v
         o = nq + nv
-        buf[o:o + nx], buf[o + nx:o + 2 * nx], buf[o + 2 * nx:] = xs[1, :nx], xs[2, :nx], us[0]
+        buf[o:o + nx], buf[o + nx:o + 2 * nx], buf[o + 2 * nx:] = xs[1, :nx], xs[2, :nx], u0
         out = self._command.call_flat(buf, self._out_cmd)
         nu = self.model.nu
         tau_cmd = np.clip(out[2 * nu:], -self.model.u_max, self.model.u_max)
         cmd = JointCommand(tau_cmd, out[:nu].copy(), out[nu:2 * nu].copy(), self._kp, self._kd)
         elapsed = time.perf_counter() - t0
-        self._executed = (x, us[0].copy())
+        self._executed = (x, u0)
         self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
+                      "qp_capped": int(stats["qp_iter"] >= self.options.qp_iter_max),
                       "deadline_s": self.options.deadline_s, "slack_s": self.options.deadline_s - elapsed,
                       "missed": int(status not in (0, 2) or elapsed > self.options.deadline_s),
-                      "gait_clock_s": tau}
+                      "gait_clock_s": tau, "horizon_s": self.options.horizon_s,
+                      "plan_inconsistent": int(bool(bad)), **comp}
         return cmd, {"feedback": t1 - t0, "fb_tot": stats["time_tot"], "fb_qp": stats["time_qp"],
                      "wholebody": time.perf_counter() - t1}
 
@@ -241,20 +319,22 @@ class CentroidalMpc:
         """Shift the plan (after a failed QP: restart from the measured stance) and run the
         preparation phase; returns its phases (s)."""
         t0 = time.perf_counter()
-        x, u0 = self._executed
+        x, _ = self._executed
         if self._tick_ok:
             self.rti.shift()
         else:
             self.rti.solver.reset()
             self._guess(x, self._info["gait_clock_s"] + self.options.dt)
-        self._info.update(self._pairs.worst(x, u0))  # the stage just sent (centroidal.ocp.PAIR_NAMES)
         self.rti.prepare()
         stats = self.rti.take_stats()
         return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],
                 "prep_time_lin": stats["time_lin"]}
 
     def tick_info(self) -> dict:
-        """Non-time per-tick record: solver status, iterations, deadline, slack, missed, complementarity."""
+        """Non-time per-tick record: solver status, iterations (qp_capped: the QP stopped at its
+        iteration cap), deadline, slack, missed, horizon (s), the plan check (plan_inconsistent:
+        the first stage failed `PlanCheck` and was corrected) and the first stage's largest
+        complementarity product as planned (before any correction)."""
         return dict(self._info)
 
     def predicted_q(self) -> None:
@@ -262,16 +342,67 @@ class CentroidalMpc:
         return None
 
 
-def mpc3d_options(**options) -> Mpc3dOptions:
-    """Mpc3dOptions from scenario options, validated (unknown keys raise ValueError listing the
-    valid ones)."""
+@dataclass(frozen=True)
+class PlanCheck:
+    """The physics check of the stage a tick sends (the solver's status is never the only word).
+
+    A foot is loaded when its planned normal force exceeds `loaded` (weights, m g). A loaded foot
+    must be on the ground at the stage's end (gap <= `gap_max`, m) and not slide (planned
+    horizontal speed <= `slip_max`, m/s). Thresholds scale with the robot: 5 % of its weight,
+    2 % of its standing height (go1: 5 mm), 3 % of sqrt(g h0) (go1: 4.8 cm/s).
+    A failing foot is corrected before the stage is sent: one off the ground gets no force (its
+    leg swings), one that would slide is held still (its planned force stays)."""
+
+    loaded: float
+    gap_max: float
+    slip_max: float
+    nc: int
+
+    @classmethod
+    def of(cls, srb: SingleRigidBody) -> "PlanCheck":
+        """The check's thresholds for a body."""
+        return cls(0.05, 0.02 * srb.height, 0.03 * np.sqrt(srb.gravity * srb.height), srb.nc)
+
+    def failures(self, pairs: list) -> list:
+        """[(foot, "gap" | "slip"), ...] of the stage whose pair values are `pairs`
+        (`StagePairs.values`: gaps (nc), slip speeds (nc), then fz twice (weights))."""
+        n = self.nc
+        out = []
+        for i in range(n):
+            if pairs[2 * n + i] > self.loaded:
+                if pairs[i] > self.gap_max:
+                    out.append((i, "gap"))
+                elif pairs[n + i] > self.slip_max:
+                    out.append((i, "slip"))
+        return out
+
+    def correct(self, u: np.ndarray, failures: list, layout) -> None:
+        """Correct the control u in place (class docstring)."""
+        for i, kind in failures:
+            if kind == "gap":
+                u[layout.edges(i)] = 0.0
+            else:
+                u[layout.foot_velocity(i).start: layout.foot_velocity(i).start + 2] = 0.0
+
+
+def mpc3d_options(model: RobotModel | None = None, **options) -> Mpc3dOptions:
+    """Mpc3dOptions from scenario options over the robot's `controller_defaults["mpc"]` (its
+    data) over the defaults, validated (unknown keys raise ValueError listing the valid ones).
+    kp and kd not given anywhere stay None: the controller derives them from the robot."""
     valid = {f.name for f in fields(Mpc3dOptions)}
-    bad = set(options) - valid
-    if bad:
-        raise ValueError(f"unknown mpc options {sorted(bad)} for a 3D robot; valid: {sorted(valid)}")
-    return replace(Mpc3dOptions(), **options).validate()
+    defaults = dict(model.controller_defaults.get("mpc", {})) if model is not None else {}
+    for given, source in ((defaults, f"{getattr(model, 'name', '')}'s controller_defaults['mpc']"),
+                          (options, "scenario")):
+        bad = set(given) - valid
+        if bad:
+            raise ValueError(f"unknown mpc options {sorted(bad)} for a 3D robot (from the {source}); "
+                             f"valid: {sorted(valid)}")
+    merged = {**defaults, **options}
+    if isinstance(merged.get("stage_dts"), list):
+        merged["stage_dts"] = tuple(merged["stage_dts"])
+    return replace(Mpc3dOptions(), **merged).validate()
 
 
 def make_mpc3d(model: RobotModel, **options) -> CentroidalMpc:
     """CentroidalMpc from scenario options (`mpc3d_options`)."""
-    return CentroidalMpc(model, mpc3d_options(**options))
+    return CentroidalMpc(model, mpc3d_options(model, **options))

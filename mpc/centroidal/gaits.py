@@ -27,8 +27,9 @@ from robots.codegen import default_cache_dir
 from ..gaits import Gait
 from ..ipopt_ocp import TrackingCost, solve_ipopt
 from .ocp import FEATURE_FEET, FEATURE_HEIGHT, FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
+from .tuning import feature_weights
 
-GAIT3D_VERSION = 3  # bump when the cost, constraints or guess below change
+GAIT3D_VERSION = 4  # bump when the cost, constraints or guess below change
 MAX_SPEED = 1.5  # m/s
 MAX_YAW_RATE = 2.0  # rad/s
 
@@ -64,15 +65,6 @@ class Gait3dTask:
         if self.stand and (self.vx or self.vy or self.yaw_rate):
             raise ValueError("a stand (balance) task has no velocity: set vx = vy = yaw_rate = 0 or stand = false")
         return self
-
-
-def feature_weights(ocp: CentroidalOcp, scale_vel: float = 300.0) -> tuple[np.ndarray, np.ndarray]:
-    """Weights of the cost features (ocp.cost_x, ocp.cost_u): height, roll, pitch, velocity,
-    body rates, foot offsets; foot velocities, pyramid edges."""
-    nc = ocp.nc
-    w_x = np.concatenate([[100.0, 50.0, 50.0], [scale_vel, scale_vel, 1.0], [1.0, 1.0, scale_vel], np.full(3 * nc, 1.0)])
-    w_u = np.concatenate([np.full(3 * nc, 1e-2), np.full(4 * nc, 1e-2)])
-    return w_x, w_u
 
 
 def _mirror_features(ocp: CentroidalOcp, yx):
@@ -150,6 +142,7 @@ def periodic_gait3d(ocp: CentroidalOcp, task: Gait3dTask, *, use_cache: bool = T
     task.validate()
     dt = ocp.options.dt
     n = int(round(task.period / dt))
+    ocp = CentroidalOcp(ocp.srb, replace(ocp.options, n_stages=n))  # the gait's stages: all dt long
     path = default_cache_dir() / "gaits3d" / f"{ocp.srb.name}-{_key(ocp, task, n)}.npz"
     if not (use_cache and path.exists()):
         if verbose:

@@ -6,32 +6,53 @@ robots solve it unchanged. It adds soft inequalities (`ineq`, bounds `ineq_lb`/`
 the complementarity residuals they make `h`, `h_lb`, `h_ub`, what the solvers soften) and cost
 features (`cost_x`, `cost_u`).
 
-Variables of stage k (h = options.dt s)
+Stage lengths. With `stage_dts` (s, one per stage) the stages may differ in length (fine first
+stages, coarser later ones: a long horizon for the same number of stages). The expressions then
+depend on a symbol `dt_param` (the stage's length), which the solvers set per stage; without
+it every stage is `options.dt` long and the expressions are numeric in it.
+
+Variables of stage k (h = its length, s)
     x = (c, theta, vc, wb, p_1..p_nc)          24 for four feet
         c      CoM position, world, m;  theta = (roll, pitch, yaw), ZYX Euler angles, rad
         vc     CoM velocity, world, m/s; wb = angular velocity in the body frame, rad/s
         p_i    foot i's contact point, world, m
     u = (vf_1..vf_nc, lambda_1..lambda_nc)     28 for four feet
-        vf_i       foot i's velocity over the stage, world, m/s
-        lambda_i   4 weights >= 0 (units of m g) on the edges of foot i's friction pyramid:
-                   f_i = m g (mu (l1 - l2), mu (l3 - l4), l1 + l2 + l3 + l4): the pyramid
-                   |fx|, |fy| <= mu fz holds by the bounds alone
+        vf_i       foot i's velocity over the stage in the heading frame (the world turned by
+                   the stage's yaw), m/s
+        lambda_i   4 weights >= 0 (units of m g) on the edges of foot i's friction pyramid,
+                   whose axes are the heading frame's: f_i = m g Rz(yaw) (mu (l1 - l2),
+                   mu (l3 - l4), l1 + l2 + l3 + l4); |fx|, |fy| <= mu fz holds by the bounds
 Dynamics (semi-implicit Euler, forces held over the stage):
     vc+ = vc + h (sum f_i / m + g),       c+ = c + h vc+
     wb+ = wb + h I^-1 (sum (R^T (p_i - c)) x (R^T f_i) - wb x I wb),  theta+ = theta + h E(theta)^-1 wb+
-    p_i+ = p_i + h vf_i
-Contact (no schedule: the optimizer decides which foot carries weight when):
-    0 <= a_i = p_i,z+ + compliance fz_i  _|_  fz_i >= 0     smoothed Fischer-Burmeister, as planar
+    p_i+ = p_i + h Rz(yaw) vf_i
+Contact (no schedule: the optimizer decides which foot carries weight when). The ground is
+rigid in the plan: a foot carries load only at height 0 (the measured feet of a compliant
+plant, a millimetre or two below it under load, are read as on it: `wholebody.srb_state`).
+    0 <= a_i = p_i,z+  _|_  fz_i >= 0      smoothed Fischer-Burmeister (m x weights), as planar
 Soft inequalities (L1 + L2 penalised slacks, like the complementarity residual):
-    |vf_i,x|, |vf_i,y| <= LIFT_SPEED a_i     a foot slides only as fast as it is lifted: a loaded
-                                             foot (a_i = sigma / fz_i, ~0) sticks, a moving one
-                                             clears the ground. Linear in (x, u): unlike the
-                                             product fz_i |vf_i| = 0, its linearization at a
-                                             resting unloaded foot is never empty.
+    |vf_i,x|, |vf_i,y| <= lift_speed g_i     a foot slides only as fast as it is lifted, in the
+                                             heading frame: a loaded foot (g_i ~ 0) sticks, a
+                                             moving one clears the ground. Linear in (x, u):
+                                             unlike the product fz_i |vf_i| = 0, its
+                                             linearization at a resting unloaded foot is never
+                                             empty. g_i is the foot's height at the stage's end
+                                             (a_i) on a stage of the control period dt0, and
+                                             (h - dt0) / 2 before the end on a longer one
+                                             (alpha p_i,z + (1 - alpha) a_i, alpha = (1 - dt0 / h) / 2),
+                                             so that a coarse stage lets a landing or lifting
+                                             foot move as fine stages would over the same time.
     R^T (p_i+ - c+) - p_i,nominal in [reach_lo, reach_hi]   (each foot's reach box, body frame)
+Bounds: |vf_i| <= the foot speed box (heading frame), 0 <= lambda <= FORCE_MAX.
+Everything is invariant under moving and turning the scene about z (test).
+
+Robot-scaled constants (`ContactScales.of(srb)`): with h0 the standing CoM height and g gravity,
+the foot speed box is (1.55, 1.55, 0.93) sqrt(g h0) (a Froude number; go1: 2.5, 2.5, 1.5 m/s)
+and lift_speed 8.24 sqrt(g / h0) (go1: 50 1/s: a foot lifted 2 cm may move sideways at 1 m/s).
+
 Cost features (translation- and yaw-invariant, so one reference serves any heading):
     cost_x = (c_z, roll, pitch, Rz(yaw)^T vc, wb, Rz(yaw)^T (p_i - c))
-    cost_u = (Rz(yaw)^T vf_i, lambda_i)
+    cost_u = (vf_i, lambda_i)          (already in the heading frame)
 """
 from __future__ import annotations
 
@@ -48,10 +69,25 @@ from .srb import SingleRigidBody
 FEATURE_HEIGHT, FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, FEATURE_FEET = 0, 3, 4, 8, 9
 # the complementarity pairs (a, b) of each foot, kind-major as in `CentroidalOcp.pairs`:
 # a in m or m/s, b in weights (m g)
-PAIR_NAMES = ("(gap + compliance fz) * fz", "|foot velocity xy| * fz (slip)")
-FOOT_SPEED_MAX = np.array([2.5, 2.5, 1.5])  # m/s (x, y, z): a swinging foot's speed limit
-LIFT_SPEED = 50.0  # 1/s: a foot lifted 2 cm may move sideways at up to 1 m/s
+PAIR_NAMES = ("gap * fz", "|foot velocity xy| * fz (slip)")
+FOOT_SPEED_FROUDE = np.array([1.55, 1.55, 0.93])  # x sqrt(g h0): a swinging foot's speed box (go1: 2.5, 2.5, 1.5 m/s)
+LIFT_FROUDE = 8.24  # x sqrt(g / h0): the lift rule's speed per metre of gap (go1: 50 1/s)
 FORCE_MAX = 0.75  # weights: the largest pyramid edge weight (a foot carries at most 3 m g)
+
+
+@dataclass(frozen=True)
+class ContactScales:
+    """The contact logic's robot-scaled constants (module docstring): foot speed box (m/s, x, y, z
+    in the heading frame) and lift speed (1/s)."""
+
+    foot_speed_max: np.ndarray
+    lift_speed: float
+
+    @classmethod
+    def of(cls, srb: SingleRigidBody) -> "ContactScales":
+        """The constants of a body, from its standing height and gravity."""
+        v, w = np.sqrt(srb.gravity * srb.height), np.sqrt(srb.gravity / srb.height)
+        return cls(FOOT_SPEED_FROUDE * v, float(LIFT_FROUDE * w))
 
 
 def rot_x(a):
@@ -114,28 +150,44 @@ class SrbLayout:
 
 
 class CentroidalOcp:
-    """Symbolic pieces of the single-rigid-body contact-implicit OCP (module docstring)."""
+    """Symbolic pieces of the single-rigid-body contact-implicit OCP (module docstring).
 
-    def __init__(self, srb: SingleRigidBody, options: OcpOptions = OcpOptions()):
+    stage_dts: per-stage lengths (s); None: every stage is options.dt long. With stage_dts,
+    options.n_stages must equal its length and options.dt its first entry (the stage a tick
+    executes)."""
+
+    def __init__(self, srb: SingleRigidBody, options: OcpOptions = OcpOptions(), stage_dts=None):
         options.validate()
+        if stage_dts is not None:
+            stage_dts = np.asarray(stage_dts, dtype=float)
+            if (stage_dts.ndim != 1 or len(stage_dts) != options.n_stages or not np.all(np.isfinite(stage_dts))
+                    or np.any(stage_dts <= 0) or stage_dts[0] != options.dt):
+                raise ValueError(f"stage_dts must be {options.n_stages} stage lengths > 0 s starting with dt = "
+                                 f"{options.dt}, got {stage_dts}")
+            if np.all(stage_dts == options.dt):
+                stage_dts = None  # uniform after all
         self.srb, self.options = srb, options
+        self.stage_dts = stage_dts
         self.model = srb  # what the shared solvers read a name from
+        self.scales = scales = ContactScales.of(srb)
         nc = srb.nc
         lay = self.layout = SrbLayout(nc)
         self.nx, self.nu, self.nc, self.n_tau = lay.nx, lay.nu, nc, 0
         self.weight = srb.weight
         x, u = ca.SX.sym("x", lay.nx), ca.SX.sym("u", lay.nu)
+        h = ca.SX.sym("dt")
         c, th, vc, wb = x[0:3], x[3:6], x[6:9], x[9:12]
+        Rz = rot_z(th[2])
         feet = [x[lay.foot(i)] for i in range(nc)]
-        vfs = [u[lay.foot_velocity(i)] for i in range(nc)]
+        vh = [u[lay.foot_velocity(i)] for i in range(nc)]  # heading frame
+        vfs = [Rz @ v for v in vh]  # world
         forces, fzs = [], []
         for i in range(nc):
             lam = u[lay.edges(i)]
             mu = float(srb.mu[i])
             fz = lam[0] + lam[1] + lam[2] + lam[3]
             fzs.append(fz)
-            forces.append(srb.weight * ca.vertcat(mu * (lam[0] - lam[1]), mu * (lam[2] - lam[3]), fz))
-        h = options.dt
+            forces.append(srb.weight * (Rz @ ca.vertcat(mu * (lam[0] - lam[1]), mu * (lam[2] - lam[3]), fz)))
         R = euler_to_rot(th)
         inertia = ca.DM(srb.inertia)
         g = ca.DM([0.0, 0.0, -srb.gravity])
@@ -147,34 +199,62 @@ class CentroidalOcp:
         feet1 = [p + h * v for p, v in zip(feet, vfs)]
         x_next = ca.vertcat(c1, th1, vc1, wb1, *feet1)
         R1 = euler_to_rot(th1)
-        a = ca.vertcat(*[feet1[i][2] + srb.compliance[i] * fzs[i] for i in range(nc)])
+        a = ca.vertcat(*[feet1[i][2] for i in range(nc)])
         b = ca.vertcat(*fzs)
-        speed = ca.vertcat(*[ca.sqrt(vfs[i][0] ** 2 + vfs[i][1] ** 2 + 1e-12) for i in range(nc)])
-        self.comp = fischer_burmeister(a, b, options.sigma)
+        speed = ca.vertcat(*[ca.sqrt(vh[i][0] ** 2 + vh[i][1] ** 2 + 1e-12) for i in range(nc)])
+        comp = fischer_burmeister(a, b, options.sigma)
         self.n_comp = nc
         reach = ca.vertcat(*[R1.T @ (feet1[i] - c1) - srb.feet_nominal[i] for i in range(nc)])
-        # |vf_i,x|, |vf_i,y| <= LIFT_SPEED a_i: a foot moves sideways only as high as it is lifted
-        # (a loaded foot's a_i is sigma / fz, ~0: it sticks); linear, so never degenerate
-        slide = ca.vertcat(*[vfs[i][k] + s * LIFT_SPEED * a[i] for s in (1.0, -1.0) for i in range(nc) for k in range(2)])
-        self.ineq = ca.vertcat(reach, slide)
+        # |vf_i,x|, |vf_i,y| <= lift_speed a_i (heading frame): a foot moves sideways only as high
+        # as it is lifted (a loaded foot's a_i is sigma / fz, ~0: it sticks); linear, never degenerate
+        # on a stage longer than the control period dt0 the rule holds at (h - dt0) / 2 before its
+        # end (the midpoint of what is left after one fine stage): a coarse stage's foot may move
+        # while it lands or lifts, as it would over the same time in fine stages
+        lift, alpha = scales.lift_speed, 0.5 * (1.0 - options.dt / h)
+        g_rule = [alpha * feet[i][2] + (1.0 - alpha) * a[i] for i in range(nc)]
+        slide = ca.vertcat(*[vh[i][k] + s * lift * g_rule[i] for s in (1.0, -1.0) for i in range(nc) for k in range(2)])
+        ineq = ca.vertcat(reach, slide)
         self.ineq_lb = np.concatenate([srb.reach_lo.ravel(), np.zeros(2 * nc), np.full(2 * nc, -1e3)])
         self.ineq_ub = np.concatenate([srb.reach_hi.ravel(), np.full(2 * nc, 1e3), np.zeros(2 * nc)])
-        self.h = ca.vertcat(self.comp, self.ineq)
+        h_all = ca.vertcat(comp, ineq)
         self.h_lb = np.concatenate([np.zeros(self.n_comp), self.ineq_lb])
         self.h_ub = np.concatenate([np.zeros(self.n_comp), self.ineq_ub])
-        Rz = rot_z(th[2])
-        self.cost_x = ca.vertcat(c[2], th[0], th[1], Rz.T @ vc, wb, *[Rz.T @ (p - c) for p in feet])
-        self.cost_u = ca.vertcat(*[Rz.T @ v for v in vfs], u[3 * nc:])
-        self.x, self.u, self.x_next = x, u, x_next
-        self.step = ca.Function("step", [x, u], [x_next], ["x", "u"], ["x_next"])
-        self.residuals = ca.Function("residuals", [x, u], [self.h], ["x", "u"], ["h"])
-        self.pairs = ca.Function("pairs", [x, u], [ca.vertcat(a, speed), ca.vertcat(b, b)], ["x", "u"], ["a", "b"])
+        # the stage-length-dependent expressions: symbolic in dt_param (varying stages) or
+        # numeric at options.dt
+        self.dt_param = h if stage_dts is not None else None
+        self.step_dt = ca.Function("step_dt", [x, u, h], [x_next], ["x", "u", "dt"], ["x_next"])
+        self.soft_dt = ca.Function("soft_dt", [x, u, h], [h_all], ["x", "u", "dt"], ["h"])
+        dt0 = options.dt
+        fix = (lambda e: e) if stage_dts is not None else (lambda e: ca.substitute(e, h, dt0))
+        self.x_next, self.comp, self.ineq, self.h = fix(x_next), fix(comp), fix(ineq), fix(h_all)
+        Rzt = Rz.T
+        self.cost_x = ca.vertcat(c[2], th[0], th[1], Rzt @ vc, wb, *[Rzt @ (p - c) for p in feet])
+        self.cost_u = u
+        self.x, self.u = x, u
+        # numeric Functions at the first stage's length (the stage a tick executes)
+        at0 = lambda e: ca.substitute(e, h, dt0)  # noqa: E731
+        self.step = ca.Function("step", [x, u], [at0(x_next)], ["x", "u"], ["x_next"])
+        self.residuals = ca.Function("residuals", [x, u], [at0(h_all)], ["x", "u"], ["h"])
+        self.pairs = ca.Function("pairs", [x, u], [at0(ca.vertcat(a, speed)), ca.vertcat(b, b)], ["x", "u"], ["a", "b"])
         self.features = ca.Function("features", [x, u], [self.cost_x, self.cost_u], ["x", "u"], ["yx", "yu"])
-        self.forces = ca.Function("forces", [u], [ca.horzcat(*forces).T], ["u"], ["f"])  # nc x 3, N
+        self.forces = ca.Function("forces", [x, u], [ca.horzcat(*forces).T], ["x", "u"], ["f"])  # nc x 3, N, world
         self.u_lb = np.zeros(lay.nu)
-        self.u_lb[: 3 * nc] = -np.tile(FOOT_SPEED_MAX, nc)
+        self.u_lb[: 3 * nc] = -np.tile(scales.foot_speed_max, nc)
         self.u_ub = np.full(lay.nu, FORCE_MAX)
-        self.u_ub[: 3 * nc] = np.tile(FOOT_SPEED_MAX, nc)
+        self.u_ub[: 3 * nc] = np.tile(scales.foot_speed_max, nc)
+
+    @property
+    def horizon_s(self) -> float:
+        """The horizon's length, s."""
+        if self.stage_dts is not None:
+            return float(np.sum(self.stage_dts))
+        return self.options.n_stages * self.options.dt
+
+    def stage_lengths(self) -> np.ndarray:
+        """Every stage's length (s), (n_stages,)."""
+        if self.stage_dts is not None:
+            return self.stage_dts.copy()
+        return np.full(self.options.n_stages, self.options.dt)
 
     def normal_forces(self, u: np.ndarray) -> np.ndarray:
         """Normal forces fz (N) from control vector(s) u (..., nu) -> (..., nc)."""

@@ -33,8 +33,7 @@ class SingleRigidBody:
     """Mass (kg), CoM offset from the base origin (base frame, m), inertia about the CoM (base
     frame, kg m^2), the feet's standing positions relative to the CoM (nc x 3, base frame, m),
     their reach box (lo, hi: nc x 3 offsets from the standing position, m), standing CoM height
-    (m), friction mu per foot, contact compliance per foot (m of sink per weight m g of load), gravity (m/s^2), and the
-    permutation of the feet under the left-right mirror (foot i <-> mirror[i])."""
+    (m), friction mu per foot, gravity (m/s^2), and the permutation of the feet under the left-right mirror (foot i <-> mirror[i])."""
 
     name: str
     mass: float
@@ -45,7 +44,6 @@ class SingleRigidBody:
     reach_hi: np.ndarray
     height: float
     mu: np.ndarray
-    compliance: np.ndarray
     gravity: float
     mirror: tuple
 
@@ -90,7 +88,5 @@ class SingleRigidBody:
             mirror.append(int(np.argmin(d)))
         if sorted(mirror) != list(range(model.nc)):
             raise ValueError(f"{model.name}: the feet are not left-right symmetric at q0; mirror {mirror}")
-        weight = m * model.gravity
-        compliance = np.array([weight / ct.stiffness if ct.stiffness > 0 else 0.0 for ct in model.contacts])
         return cls(model.name, m, c, inertia, feet, lo, hi, h, np.array([ct.mu for ct in model.contacts]),
-                   compliance, float(model.gravity), tuple(mirror))
+                   float(model.gravity), tuple(mirror))

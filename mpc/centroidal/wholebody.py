@@ -7,13 +7,14 @@ CasADi function generated to C and compiled once per robot, returns the JointCom
     q_des   joint angles that put every foot at its planned point with the base at its planned
             pose (3 damped Newton steps of the model's own foot kinematics, per leg, from the
             measured angles), rad
-    v_des   (q_des of stage 2 - q_des of stage 1) / dt, rad/s
+    v_des   (q_des of stage 2 - q_des of stage 1) / (stage 1's length), rad/s
     tau_ff  h_joints(q, v) - J_joints(q)^T f: the joint torques that press each foot on the
             ground with its planned force f (N, world) and carry the legs' own weight, N m
 
 The plant runs the joint impedance law tau = tau_ff + kp (q_des - q) + kd (v_des - v) at its
 own rate (1 kHz): stance legs push with J^T f, swing legs follow the planned foot path.
-`srb_state(q, v)` is the measured robot as the MPC's state (same library).
+`srb_state(q, v)` is the measured robot as the MPC's state (same library); its feet are read
+at height >= 0 (the plan's ground is rigid, mpc.centroidal.ocp).
 """
 from __future__ import annotations
 
@@ -72,7 +73,10 @@ def build_layer(model: RobotModel, ocp: CentroidalOcp) -> list[ca.Function]:
     R = quat_to_rot(quat)
     cb = ca.DM(srb.com_offset)
     feet = ca.reshape(model.contact_points().T, 3 * nc, 1)  # (p_1, ..., p_nc), world
-    x_meas = ca.vertcat(q[:3] + R @ cb, rot_to_euler(R), R @ (v[:3] + ca.cross(v[3:6], cb)), v[3:6], feet)
+    # the plan's ground is rigid: a loaded foot of a compliant plant, sunk a millimetre or two,
+    # is read as standing on it (height clamped at 0)
+    feet_read = ca.vertcat(*[ca.vertcat(feet[3 * i: 3 * i + 2], ca.fmax(feet[3 * i + 2], 0.0)) for i in range(nc)])
+    x_meas = ca.vertcat(q[:3] + R @ cb, rot_to_euler(R), R @ (v[:3] + ca.cross(v[3:6], cb)), v[3:6], feet_read)
     srb_state = ca.Function("srb_state", [q, v], [x_meas], ["q", "v"], ["x"])
 
     legs = leg_joints(model)
@@ -99,8 +103,8 @@ def build_layer(model: RobotModel, ocp: CentroidalOcp) -> list[ca.Function]:
     u0 = ca.SX.sym("u0", lay.nu)
     q_des = ik(x1, q[7:])
     q_des2 = ik(x2, q_des)
-    v_des = (q_des2 - q_des) / ocp.options.dt
-    forces = ca.reshape(ocp.forces(u0).T, 3 * nc, 1)  # (f_1, ..., f_nc), world, N
+    v_des = (q_des2 - q_des) / float(ocp.stage_lengths()[min(1, ocp.options.n_stages - 1)])
+    forces = ca.reshape(ocp.forces(x_meas, u0).T, 3 * nc, 1)  # (f_1, ..., f_nc), world, N
     tau_ff = model.bias[6:] - foot_jacobian.T @ forces
     command = ca.Function("joint_command", [q, v, x1, x2, u0], [q_des, v_des, tau_ff],
                           ["q", "v", "x1", "x2", "u0"], ["q_des", "v_des", "tau_ff"])
