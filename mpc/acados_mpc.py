@@ -20,7 +20,7 @@ import numpy as np
 
 from .acados_io import STAT_NAMES, HorizonIO
 from .acados_runtime import acados_template, cached_ocp_solver
-from .contact_ocp import ContactOcp, cost_features, soft_constraints
+from .problem import cost_features, soft_constraints
 from .reference import FourierReference
 from .smoke import set_horizon
 
@@ -54,10 +54,11 @@ class RtiOptions:
     tol: float = 1e-8
 
 
-def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: CostWeights,
+def build_acados_ocp(problem, reference: FourierReference, weights: CostWeights,
                      options: RtiOptions = RtiOptions(), name: str | None = None,
                      joint_limits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
-    """The AcadosOcp of the contact-implicit problem with the clock state (no solver built).
+    """The AcadosOcp of the contact-implicit problem (mpc.problem: a `ContactOcp` or a
+    `CentroidalOcp`) with the clock state (no solver built).
 
     joint_limits: (state indices, lower, upper) kept as soft bounds (L1 + L2 penalised) on
     stages 1..N-1."""
@@ -127,7 +128,7 @@ def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: 
 class RtiSolver:
     """One compiled acados solver of the OCP plus warm-start and timing helpers."""
 
-    def __init__(self, problem: ContactOcp, reference: FourierReference, weights: CostWeights,
+    def __init__(self, problem, reference: FourierReference, weights: CostWeights,
                  options: RtiOptions = RtiOptions(), *, joint_limits=None, cache_dir=None, verbose: bool = True):
         self.problem, self.reference, self.options = problem, reference, options
         self.n = problem.options.n_stages

@@ -22,7 +22,8 @@ from robots.model import RobotModel
 from sim.protocol import JointCommand, actuated_joints
 
 from .acados_mpc import CostWeights, RtiOptions, RtiSolver
-from .contact_ocp import ContactOcp, OcpOptions
+from .contact_ocp import ContactOcp
+from .problem import OcpOptions
 from .stage_pairs import StagePairs
 from .tasks import GaitTask, PlanTask
 

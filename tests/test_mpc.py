@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from mpc.acados_mpc import RtiOptions, RtiSolver
-from mpc.contact_ocp import ContactOcp, OcpOptions
+from mpc.contact_ocp import ContactOcp
 from mpc.gaits import periodic_gait
 from mpc.ipopt_ocp import TrackingCost, solve_ipopt
 from mpc.mpc_controller import ContactMpc, MpcOptions, default_weights, make_mpc, mpc_options
+from mpc.problem import OcpOptions
 from mpc.reference import FourierReference, TrajectoryReference
 from mpc.tasks import GaitTask
 from robots import get_robot

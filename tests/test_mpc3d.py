@@ -10,7 +10,7 @@ from mpc.centroidal.controller import Mpc3dOptions, make_mpc3d
 from mpc.centroidal.gaits import Gait3dTask, feature_weights, periodic_gait3d
 from mpc.centroidal.ocp import CentroidalOcp
 from mpc.centroidal.srb import SingleRigidBody
-from mpc.contact_ocp import OcpOptions
+from mpc.problem import OcpOptions
 from mpc.ipopt_ocp import TrackingCost, solve_ipopt
 from mpc.reference import FourierReference
 from robots import get_robot

@@ -22,7 +22,7 @@ from robots.model import RobotModel
 from sim.protocol import JointCommand
 
 from ..acados_mpc import CostWeights, RtiOptions, RtiSolver
-from ..contact_ocp import OcpOptions
+from ..problem import OcpOptions
 from ..reference import FourierReference
 from ..stage_pairs import StagePairs
 from .gaits import Gait3dTask, feature_weights, periodic_gait3d

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ..contact_ocp import OcpOptions, fischer_burmeister
+from ..problem import OcpOptions, fischer_burmeister
 from .srb import SingleRigidBody
 
 # where the cost features (`CentroidalOcp.cost_x`, module docstring) hold the CoM height, the
