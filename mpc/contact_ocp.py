@@ -1,7 +1,7 @@
 """The contact-implicit optimal control problem, as a pure description (no solver).
 
 One `ContactOcp` is built from a `RobotModel` and `OcpOptions`; the acados solver
-(`mpc.acados_mpc`) and the IPOPT solver (`mpc.ipopt_ocp`) both read their CasADi expressions
+(`mpc.acados.rti`) and the IPOPT solver (`mpc.ipopt_ocp`) both read their CasADi expressions
 from it, so the two solve exactly the same problem.
 
 Variables of stage k (h = options.dt seconds per stage)

@@ -21,10 +21,10 @@ import numpy as np
 from robots.model import RobotModel
 from sim.protocol import JointCommand, actuated_joints
 
-from .acados_mpc import CostWeights, RtiOptions, RtiSolver
+from .acados.rti import CostWeights, RtiOptions, RtiSolver
+from .acados.stage_pairs import StagePairs
 from .contact_ocp import ContactOcp
 from .problem import OcpOptions
-from .stage_pairs import StagePairs
 from .tasks import GaitTask, PlanTask
 
 # tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the SQP-RTI iterations at

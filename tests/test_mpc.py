@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from mpc.acados_mpc import RtiOptions, RtiSolver
+from mpc.acados.rti import RtiOptions, RtiSolver
 from mpc.contact_ocp import ContactOcp
 from mpc.gaits import periodic_gait
 from mpc.ipopt_ocp import TrackingCost, solve_ipopt

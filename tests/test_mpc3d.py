@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mpc.acados_mpc import CostWeights, RtiOptions, RtiSolver
+from mpc.acados.rti import CostWeights, RtiOptions, RtiSolver
 from mpc.centroidal.controller import Mpc3dOptions, make_mpc3d
 from mpc.centroidal.gaits import Gait3dTask, feature_weights, periodic_gait3d
 from mpc.centroidal.ocp import CentroidalOcp

@@ -5,7 +5,7 @@ controls (torques, contact forces, sliding slacks), discrete dynamics = the OCP'
 Euler step, stage constraints = the smoothed complementarity residuals as equalities softened
 by L1 + L2 penalised slacks (every QP feasible), cost = weighted least squares of
 (x - xref(tau), u - uref(tau)) with the symbolic gait reference. Generated once per content
-hash (mpc.acados_runtime.cached_ocp_solver).
+hash (mpc.acados.runtime.cached_ocp_solver).
 
     rti = RtiSolver(ContactOcp(model, options), reference, weights)
     rti.feedback(x0) -> status ; rti.shift() ; rti.prepare() ; rti.take_stats()
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .acados_io import STAT_NAMES, HorizonIO
-from .acados_runtime import acados_template, cached_ocp_solver
-from .problem import cost_features, soft_constraints
-from .reference import FourierReference
+from ..problem import cost_features, soft_constraints
+from ..reference import FourierReference
+from .io import STAT_NAMES, HorizonIO
+from .runtime import acados_template, cached_ocp_solver
 from .smoke import set_horizon
 
 
