@@ -1,7 +1,8 @@
 """The contact-implicit OCP as an acados SQP-RTI solver (HPIPM), and its per-tick timing.
 
-Problem (see mpc.contact_ocp): state (q, v, tau) where tau is the gait clock (tau+ = tau + dt),
-controls (torques, contact forces, sliding slacks), discrete dynamics = the OCP's semi-implicit
+Problem (any of mpc.problem; the planar one is mpc.wholebody.ocp, the 3D one
+mpc.centroidal.ocp): state (x, tau) where tau is the gait clock (tau+ = tau + dt), controls
+(planar: torques, contact forces, sliding slacks), discrete dynamics = the OCP's semi-implicit
 Euler step, stage constraints = the smoothed complementarity residuals as equalities softened
 by L1 + L2 penalised slacks (every QP feasible), cost = weighted least squares of
 (x - xref(tau), u - uref(tau)) with the symbolic gait reference. Generated once per content

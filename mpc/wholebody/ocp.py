@@ -36,7 +36,7 @@ import numpy as np
 from robots.model import RobotModel
 from robots.mass_solve import block_solve, mass_matrix_pattern
 
-from .problem import OcpOptions, fischer_burmeister
+from ..problem import OcpOptions, fischer_burmeister
 
 CONTACT_VARS = ("fn", "ft_pos", "ft_neg", "gamma")
 # the complementarity pairs (a, b) of each contact, in the order of `ContactOcp.pairs` (kind-major:

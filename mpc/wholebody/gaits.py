@@ -20,10 +20,10 @@ import numpy as np
 from robots.codegen import default_cache_dir
 from robots.model import RobotModel
 
-from .contact_ocp import ContactOcp
-from .ipopt_ocp import TrackingCost, solve_ipopt
-from .problem import OcpOptions
-from .reference import Gait
+from ..ipopt_ocp import TrackingCost, solve_ipopt
+from ..problem import OcpOptions
+from ..reference import Gait
+from .ocp import ContactOcp
 from .tasks import GaitTask
 
 
