@@ -46,7 +46,7 @@ def run_holes(scenario: dict) -> list[tuple[float, float, float]]:
     plan = (scenario.get("controller_options") or {}).get("plan")
     if not plan or not Path(plan).is_file():
         return []
-    from mpc.terrain import terrain_from_plan
+    from mpc.wholebody.terrain import terrain_from_plan
 
     terrain = terrain_from_plan(plan, required=False)
     return [] if terrain is None else [(c, terrain.semi_x, terrain.semi_z) for c in terrain.centers]

@@ -155,12 +155,12 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
 
 
 def mpc_task(scenario: Scenario, model=None):
-    """The task the scenario's MPC is asked to do (mpc.tasks: its options over the robot's
-    defaults, `mpc.mpc_controller.mpc_options`), None for another controller or options the
-    MPC refuses (the controller's own error ends that run)."""
+    """The task the scenario's MPC is asked to do (mpc.wholebody.tasks: its options over the
+    robot's defaults, `mpc.wholebody.controller.mpc_options`), None for another controller or
+    options the MPC refuses (the controller's own error ends that run)."""
     if scenario.controller != "mpc":
         return None
-    from mpc.mpc_controller import mpc_options
+    from mpc.wholebody.controller import mpc_options
     from robots import get_robot
 
     model = model if model is not None else get_robot(scenario.robot)

@@ -153,14 +153,14 @@ def heading_velocities(t: np.ndarray, q: np.ndarray) -> dict:
 
 def worst_complementarity(ctrl: dict, model) -> dict | None:
     """The MPC tick whose executed stage had the largest complementarity product |a b|: its tick,
-    the pair (mpc.contact_ocp.PAIR_NAMES), the contact, a and b; None without the columns."""
+    the pair (mpc.wholebody.ocp.PAIR_NAMES), the contact, a and b; None without the columns."""
     comp, pair = ctrl.get("complementarity"), ctrl.get("complementarity_pair")
     if comp is None or pair is None or not comp.size or not np.isfinite(comp).any():
         return None
     if model.floating_base:
         from mpc.centroidal.ocp import PAIR_NAMES
     else:
-        from mpc.contact_ocp import PAIR_NAMES
+        from mpc.wholebody.ocp import PAIR_NAMES
 
     k = int(np.nanargmax(comp))
     p = int(pair[k])
@@ -223,14 +223,15 @@ def touchdown_replanning(folder: Path, scenario) -> dict | None:
 
 
 def holes_metrics(folder: Path, model, terrain) -> dict:
-    """For a task over holes (`terrain`: the tracked plan's holes, an mpc.terrain.HoleTerrain;
-    the plant's ground is flat; the foot is the robot's first contact): the foot falls into a
-    hole when it is in contact with the ground with its centre over the hole's opening by more
-    than the foot radius (|x - xc| < semi_x - r_foot: a foot resting on an edge straddles it).
-    A hole is cleared when the foot touched the ground beyond it (x - xc >= semi_x - r_foot)
-    before it first fell into any hole. Returns holes_cleared, whether and when the foot fell
-    in, the smallest ellipse level of the foot point over the run (the planner's stricter
-    keep-out, >= 1 outside) and the base's final x (m; final_x_m, and final_x as before)."""
+    """For a task over holes (`terrain`: the tracked plan's holes, an
+    mpc.wholebody.terrain.HoleTerrain; the plant's ground is flat; the foot is the robot's first
+    contact): the foot falls into a hole when it is in contact with the ground with its centre
+    over the hole's opening by more than the foot radius (|x - xc| < semi_x - r_foot: a foot
+    resting on an edge straddles it). A hole is cleared when the foot touched the ground beyond
+    it (x - xc >= semi_x - r_foot) before it first fell into any hole. Returns holes_cleared,
+    whether and when the foot fell in, the smallest ellipse level of the foot point over the run
+    (the planner's stricter keep-out, >= 1 outside) and the base's final x (m; final_x_m, and
+    final_x as before)."""
     from robots import numeric
 
     traj = trajectory(folder)

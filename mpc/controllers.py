@@ -7,7 +7,7 @@ Interface (what `bridge.client.ControllerClient` calls):
     info = ctrl.tick_info()           # optional: non-time per-tick record (iterations, status...)
 `command` is a JointCommand; `timing` a dict of named phases in seconds (the per-phase
 breakdown that `launch profile` tables and plots; the MPC reports acados's phases there).
-Controllers: "pd" (StandPD, below) and "mpc" (mpc.mpc_controller.ContactMpc for planar robots,
+Controllers: "pd" (StandPD, below) and "mpc" (mpc.wholebody.controller.ContactMpc for planar robots,
 mpc.centroidal.controller.CentroidalMpc for floating-base 3D robots).
 """
 from __future__ import annotations
@@ -99,13 +99,13 @@ class StandPD:
 
 
 def _mpc(model: RobotModel, **options):
-    """The contact-implicit MPC: whole-body for planar robots (mpc.mpc_controller), on the single
+    """The contact-implicit MPC: whole-body for planar robots (mpc.wholebody), on the single
     rigid body for floating-base 3D robots (mpc.centroidal)."""
     if model.floating_base:  # imports acados only when the MPC is asked for
         from .centroidal.controller import make_mpc3d
 
         return make_mpc3d(model, **options)
-    from .mpc_controller import make_mpc
+    from .wholebody.controller import make_mpc
 
     return make_mpc(model, **options)
 

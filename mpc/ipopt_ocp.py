@@ -1,8 +1,8 @@
 """The contact-implicit OCP solved to convergence with CasADi + IPOPT (offline and as oracle).
 
-It solves exactly the problem acados solves (same `ContactOcp` expressions, same least-squares
-cost with acados's 1/2 factor, same L1 + L2 penalised slacks on the smoothed complementarity
-equalities), so the two can be compared number for number. It also solves variants that only
+It solves exactly the problem acados solves (the same problem's expressions, mpc.problem; the
+same least-squares cost with acados's 1/2 factor, the same L1 + L2 penalised slacks on the
+smoothed complementarity equalities), so the two can be compared number for number. It also solves variants that only
 an offline solver needs: a free initial state and extra constraints (periodic gaits).
 
     sol = solve_ipopt(ocp, cost, x0=x0)                  # the MPC problem at one state
@@ -18,7 +18,7 @@ from typing import Callable
 import casadi as ca
 import numpy as np
 
-from .contact_ocp import ContactOcp, cost_features, soft_constraints
+from .problem import cost_features, soft_constraints
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ class TrackingCost:
     z_l2: float = 1e4
     stage_scale: float | np.ndarray = 1.0
 
-    def check(self, ocp: ContactOcp) -> "TrackingCost":
-        """Raise ValueError if a size does not match `ocp`; return self."""
+    def check(self, ocp) -> "TrackingCost":
+        """Raise ValueError if a size does not match `ocp` (a problem, mpc.problem); return self."""
         y_x, y_u = cost_features(ocp)
         ny, nx, n = y_x.numel() + y_u.numel(), y_x.numel(), ocp.options.n_stages
         for name, arr, shape in (("w", self.w, (ny,)), ("w_e", self.w_e, (nx,)), ("yref", self.yref, (n, ny)),
@@ -77,12 +77,13 @@ def _ls(r: ca.SX, w: np.ndarray) -> ca.SX:
     return 0.5 * ca.sum1(ca.DM(w) * r * r)
 
 
-def solve_ipopt(ocp: ContactOcp, cost: TrackingCost, *, x0: np.ndarray | None = None,
+def solve_ipopt(ocp, cost: TrackingCost, *, x0: np.ndarray | None = None,
                 x_init: np.ndarray | None = None, u_init: np.ndarray | None = None,
                 extra_constraints: Callable[[list, list], tuple[list, list, list]] | None = None,
                 tol: float = 1e-10, max_iter: int = 3000, verbose: bool = False) -> IpoptSolution:
-    """Solve the OCP to convergence (multiple shooting, exact Hessian). A problem with stages of
-    differing length (`stage_dts`, e.g. mpc.centroidal.ocp) is stepped with each stage's own.
+    """Solve the OCP to convergence (multiple shooting, exact Hessian). ocp: a problem
+    (mpc.problem: a `ContactOcp` or a `CentroidalOcp`); one with stages of differing length
+    (`stage_dts`, mpc.centroidal.ocp) is stepped with each stage's own.
 
     x0: fixed initial state (None: free, then `extra_constraints` should pin it down).
     x_init, u_init: initial guess, (N+1, nx) and (N, nu); default: x0 (or zeros) repeated,

@@ -4,6 +4,7 @@ The MPC carries tau as an extra state (tau+ = tau + dt), so its cost y = (x - xr
 u - uref(tau)) is a closed-form CasADi expression: nothing but the initial state has to be
 sent to the solver each tick. The periodic part is a truncated Fourier series fitted by least
 squares to the gait's stage values; the forward coordinate x also advances by vx per second.
+A `Gait` holds those stage values (one period, made by each MPC's offline gait solver).
 
     ref = FourierReference.fit(gait, harmonics=12)
     ref.x(tau_sx), ref.u(tau_sx)      # SX expressions
@@ -16,7 +17,31 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .gaits import Gait
+
+@dataclass(frozen=True)
+class Gait:
+    """One period of a reference gait: x (N+1, nx) and u (N, nu) at stage times k * dt."""
+
+    dt: float
+    x: np.ndarray
+    u: np.ndarray
+    shift_x: float  # forward displacement over one period, m
+
+    @property
+    def period(self) -> float:
+        """Gait period, s."""
+        return self.dt * self.u.shape[0]
+
+    def sample(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Reference (x, u) at times t (s, any value: the gait repeats, x advancing by shift_x)."""
+        t = np.atleast_1d(np.asarray(t, float))
+        n = self.u.shape[0]
+        k_float = t / self.dt
+        k = np.floor(k_float + 1e-9).astype(int)
+        cycles, kk = np.divmod(k, n)
+        xs = self.x[kk].copy()
+        xs[:, 0] += cycles * self.shift_x
+        return xs, self.u[kk]
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A floating-base tree's mass matrix couples the base to every joint but keeps the limbs apart,
 so M^-1 rhs is cheapest by a Schur complement over the base with each limb's small block
-inverted on its own. Both the MPC's dynamics (`mpc/contact_ocp.py`) and the ESS plant's
+inverted on its own. Both the MPC's dynamics (`mpc/wholebody/ocp.py`) and the ESS plant's
 generated vector field (`sim/ess/robot.py`) use it.
 """
 from __future__ import annotations

@@ -5,8 +5,8 @@ import os
 
 import numpy as np
 
-from mpc.acados_runtime import ensure_runtime
-from mpc.smoke import solve_double_integrator
+from mpc.acados.runtime import ensure_runtime
+from mpc.acados.smoke import solve_double_integrator
 
 
 def test_runtime_sets_up_acados_without_user_variables():

@@ -126,7 +126,7 @@ def test_holes_metrics_count_holes_the_foot_landed_beyond(tmp_path):
     import numpy as np
 
     from launch.runfolder import holes_metrics
-    from mpc.terrain import HoleTerrain
+    from mpc.wholebody.terrain import HoleTerrain
     from robots import get_robot
 
     model = get_robot("hopper")

@@ -6,13 +6,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from mpc.acados_mpc import RtiOptions, RtiSolver
-from mpc.contact_ocp import ContactOcp, OcpOptions
-from mpc.gaits import periodic_gait
+from mpc.acados.rti import RtiOptions, RtiSolver
 from mpc.ipopt_ocp import TrackingCost, solve_ipopt
-from mpc.mpc_controller import ContactMpc, MpcOptions, default_weights, make_mpc, mpc_options
+from mpc.problem import OcpOptions
 from mpc.reference import FourierReference, TrajectoryReference
-from mpc.tasks import GaitTask
+from mpc.wholebody.controller import ContactMpc, MpcOptions, default_weights, make_mpc, mpc_options
+from mpc.wholebody.gaits import periodic_gait
+from mpc.wholebody.ocp import ContactOcp
+from mpc.wholebody.tasks import GaitTask
 from robots import get_robot
 
 
@@ -272,7 +273,7 @@ def _standing_plan(hopper, path):
 def test_plans_are_resolved_on_the_mpc_model_with_their_contact_forces(hopper, tmp_path):
     """The plan file has no contact forces; its re-solve on the MPC's model carries the stance
     load (one weight standing) and stays on the plan; a second call reads the cache."""
-    from mpc.plan_transcription import plan_samples, transcribe_plan
+    from mpc.wholebody.plan_transcription import plan_samples, transcribe_plan
 
     path = _standing_plan(hopper, tmp_path / "stand.npz")
     problem = ContactOcp(hopper, OcpOptions())
@@ -295,8 +296,8 @@ def test_plan_tracking_starts_from_a_presolved_iterate(hopper, tmp_path, monkeyp
     """From a reference without contact forces one real-time iteration plans the standing hopper
     sinking; the iterations at the plan's start before the first tick plan it standing. Also:
     the leg is kept in the planner's joint ranges (the hopper-holes scenario's)."""
-    import mpc.mpc_controller as mc
-    import mpc.plan_transcription as pt
+    import mpc.wholebody.controller as mc
+    import mpc.wholebody.plan_transcription as pt
     from launch.scenario import load_scenario
 
     monkeypatch.setattr(pt, "transcribe_plan", lambda problem, path, **kw: pt.plan_samples(problem, path))

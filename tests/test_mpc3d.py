@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mpc.acados_mpc import CostWeights, RtiOptions, RtiSolver
+from mpc.acados.rti import CostWeights, RtiOptions, RtiSolver
 from mpc.centroidal.controller import Mpc3dOptions, make_mpc3d
 from mpc.centroidal.gaits import Gait3dTask, periodic_gait3d
 from mpc.centroidal.tuning import feature_weights
@@ -106,7 +106,7 @@ def test_warm_start_shift_interpolates_the_plan():
     stages the maps are the plain one-stage shift."""
     from types import SimpleNamespace
 
-    from mpc.acados_mpc import RtiSolver
+    from mpc.acados.rti import RtiSolver
 
     def maps(dts):
         fake = SimpleNamespace(problem=SimpleNamespace(options=SimpleNamespace(dt=dts[0])), n=len(dts),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mpc.mpc_controller import MpcOptions, mpc_options
-from mpc.tasks import GaitTask, PlanTask, task_kind
+from mpc.wholebody.controller import MpcOptions, mpc_options
+from mpc.wholebody.tasks import GaitTask, PlanTask, task_kind
 from robots import get_robot
 from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
 
@@ -81,7 +81,7 @@ def test_robots_without_a_floating_base_or_actuators_are_told_why():
 
 
 def test_the_mpc_needs_a_robot_name_it_can_name_c_code_after():
-    from mpc.mpc_controller import ContactMpc
+    from mpc.wholebody.controller import ContactMpc
 
     with pytest.raises(ValueError, match=r"robot name 'my-stilts'.*C identifier.*'my_stilts'"):
         ContactMpc(two_legged("my-stilts"), MpcOptions(), verbose=False)
@@ -138,9 +138,9 @@ def test_every_shipped_mpc_scenario_resolves_to_what_it_did_before(name):
 
     from launch.run import mpc_task, task_targets
     from launch.scenario import load_scenario
-    from mpc.contact_ocp import ContactOcp
-    from mpc.gaits import _key
-    from mpc.mpc_controller import default_weights
+    from mpc.wholebody.controller import default_weights
+    from mpc.wholebody.gaits import _key
+    from mpc.wholebody.ocp import ContactOcp
     from mpc.planning.shipped import resolve_plan
 
     expected = BEFORE[name]
@@ -164,7 +164,7 @@ def test_every_shipped_mpc_scenario_resolves_to_what_it_did_before(name):
         assert task.apex_state(model).tolist() == expected["guess"]
         assert _key(model, task, opts.ocp, int(round(task.period / opts.dt))) == expected["gait_key"]
     else:
-        from mpc.terrain import HoleTerrain
+        from mpc.wholebody.terrain import HoleTerrain
 
         assert isinstance(task, PlanTask) and not task.periodic
         resolved_sc = sc.with_overrides(controller_options=options)  # as launch.run resolves it
@@ -194,7 +194,7 @@ def test_the_hopper_holes_scenario_keeps_the_planners_joint_ranges():
 
 
 def test_a_plan_task_reads_its_terrain_from_the_plan_and_its_ranges_from_the_task(tmp_path):
-    from mpc.terrain import HoleTerrain, terrain_arrays
+    from mpc.wholebody.terrain import HoleTerrain, terrain_arrays
 
     hopper = get_robot("hopper")
     terrain = HoleTerrain(centers=(0.2, 0.6), semi_x=0.15, semi_z=0.08)

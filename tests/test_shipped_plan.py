@@ -151,7 +151,7 @@ def test_make_shipped_round_trip_and_refusals(tmp_path):
 def test_the_run_path_needs_no_nosnoc(tmp_path):
     """nosnoc is a dev dependency: resolving, checking and reading the shipped plan must not import it."""
     code = ("import sys; sys.modules['nosnoc'] = None\n"
-            "import mpc.plan_transcription, mpc.planning.shipped as s\n"
+            "import mpc.wholebody.plan_transcription, mpc.planning.shipped as s\n"
             "assert s.resolve_plan(s.DEFAULT_PLAN)[1] == 'shipped'\n"
             "from mpc.planning.hopper_holes import terrain_from_plan; terrain_from_plan(s.SHIPPED_PLAN)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -21,10 +21,10 @@ import numpy as np
 from robots.model import RobotModel
 from sim.protocol import JointCommand
 
-from ..acados_mpc import CostWeights, RtiOptions, RtiSolver
-from ..contact_ocp import OcpOptions
+from ..acados.rti import CostWeights, RtiOptions, RtiSolver
+from ..acados.stage_pairs import StagePairs
+from ..problem import OcpOptions
 from ..reference import FourierReference
-from ..stage_pairs import StagePairs
 from .gaits import Gait3dTask, periodic_gait3d
 from .ocp import FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
 from .srb import SingleRigidBody

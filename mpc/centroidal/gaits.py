@@ -10,7 +10,7 @@ qualify; no footfall is given). The initial guess is a trot-like motion (diagona
 alternate, lifted 5 cm in the air) that the optimizer is free to change; a stand task starts from
 standing still. Results are cached by a hash of the body, task and options.
 
-    gait = periodic_gait3d(ocp, Gait3dTask(vx=0.5))   # mpc.gaits.Gait of features (for the reference)
+    gait = periodic_gait3d(ocp, Gait3dTask(vx=0.5))   # mpc.reference.Gait of features (for the reference)
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from robots.codegen import default_cache_dir
 
-from ..gaits import Gait
+from ..reference import Gait
 from ..ipopt_ocp import TrackingCost, solve_ipopt
 from .ocp import FEATURE_FEET, FEATURE_HEIGHT, FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
 from .tuning import feature_weights
@@ -136,7 +136,7 @@ def _key(ocp: CentroidalOcp, task: Gait3dTask, n: int) -> str:
 
 def periodic_gait3d(ocp: CentroidalOcp, task: Gait3dTask, *, use_cache: bool = True, verbose: bool = True,
                     full: bool = False):
-    """One period of the task's gait (cached in <cache>/gaits3d/): a `mpc.gaits.Gait` of the
+    """One period of the task's gait (cached in <cache>/gaits3d/): a `mpc.reference.Gait` of the
     cost features (x: ocp.cost_x per stage, u: ocp.cost_u), what the MPC's reference is fitted
     to. full=True returns (Gait of features, states (N+1, nx), controls (N, nu))."""
     task.validate()

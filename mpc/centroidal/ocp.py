@@ -1,6 +1,6 @@
 """The contact-implicit OCP of a 3D robot's single rigid body, as a pure description.
 
-Same interface as `mpc.contact_ocp.ContactOcp` (x, u, x_next, comp, step, residuals, pairs,
+Same interface as `mpc.wholebody.ocp.ContactOcp` (x, u, x_next, comp, step, residuals, pairs,
 u_lb/u_ub, n_comp, options), so the acados RTI solver and the IPOPT oracle of the planar
 robots solve it unchanged. It adds soft inequalities (`ineq`, bounds `ineq_lb`/`ineq_ub`; with
 the complementarity residuals they make `h`, `h_lb`, `h_ub`, what the solvers soften) and cost
@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ..contact_ocp import OcpOptions, fischer_burmeister
+from ..problem import OcpOptions, fischer_burmeister
 from .srb import SingleRigidBody
 
 # where the cost features (`CentroidalOcp.cost_x`, module docstring) hold the CoM height, the

@@ -62,7 +62,7 @@ class SingleRigidBody:
         """The SRB of a floating-base model at its nominal pose q0 (module docstring)."""
         if not model.floating_base:
             raise ValueError(f"robot {model.name!r} has no floating base: the 3D MPC's single rigid body needs one "
-                             "(planar robots use the whole-body MPC, mpc.mpc_controller)")
+                             "(planar robots use the whole-body MPC, mpc.wholebody)")
         if model.nc == 0 or model.nu == 0:
             raise ValueError(f"robot {model.name!r} needs feet and actuators for the 3D MPC "
                              f"(has {model.nc} contacts, {model.nu} actuators)")

@@ -29,7 +29,7 @@ import numpy as np
 from robots import get_robot
 from robots.model import RobotModel
 
-from ..terrain import HoleTerrain, terrain_arrays, terrain_from_plan  # noqa: F401 - this scenario's terrain, re-exported
+from ..wholebody.terrain import HoleTerrain, terrain_arrays, terrain_from_plan  # noqa: F401 - this scenario's terrain, re-exported
 from .ocp import PlannerOptions, TimeFreezingOcp
 from .time_freezing import TANGENTS, ContactLagrangian, time_freezing_system
 

@@ -36,7 +36,7 @@ PARAMS = {
 # the joint ranges a controller keeps (rad; the model's q_min/q_max, not in PARAMS: they are
 # the MPC's choice, not published): the knee stays bent (never straight or reversed)
 JOINT_RANGES = {"hip": (-1.2, 1.2), "knee": (-2.4, -0.05)}
-# the MPC's tuning on this robot (mpc.mpc_controller.MpcOptions fields; docs/MPC.md, measured in
+# the MPC's tuning on this robot (mpc.wholebody.controller.MpcOptions fields; docs/MPC.md, measured in
 # 10 s closed loops): HPIPM's SPEED_ABS preset (acados feedback p50 0.32 ms against 0.58 with
 # BALANCE, same gait, survives a 2 N s push); hops 0.45 m high; the gait optimizer's guess bends
 # the knee (q0's straight leg is outside the knee's range). A scenario's controller_options override these.

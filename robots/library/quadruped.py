@@ -40,7 +40,7 @@ PARAMS = {
 # the joint ranges a controller keeps (rad; the model's q_min/q_max, the MPC's choice)
 JOINT_RANGES = {"hip": (-0.2, 1.8), "knee": (-2.6, -0.6)}
 LEGS = (("fl", 1.0), ("fr", 1.0), ("hl", -1.0), ("hr", -1.0))
-# the MPC's tuning on this robot (mpc.mpc_controller.MpcOptions fields; docs/MPC.md, measured in
+# the MPC's tuning on this robot (mpc.wholebody.controller.MpcOptions fields; docs/MPC.md, measured in
 # 10 s closed loops): the whole-body QP (23 states, 24 controls per stage) over 0.15 s without
 # partial condensing (cond_n None), HPIPM in SPEED mode (15 stages and SPEED: solve p50 -40 %
 # against 20 stages and BALANCE; an 11 N s push survived and 12 fell, which 20 stages and

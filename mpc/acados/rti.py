@@ -1,11 +1,12 @@
 """The contact-implicit OCP as an acados SQP-RTI solver (HPIPM), and its per-tick timing.
 
-Problem (see mpc.contact_ocp): state (q, v, tau) where tau is the gait clock (tau+ = tau + dt),
-controls (torques, contact forces, sliding slacks), discrete dynamics = the OCP's semi-implicit
+Problem (any of mpc.problem; the planar one is mpc.wholebody.ocp, the 3D one
+mpc.centroidal.ocp): state (x, tau) where tau is the gait clock (tau+ = tau + dt), controls
+(planar: torques, contact forces, sliding slacks), discrete dynamics = the OCP's semi-implicit
 Euler step, stage constraints = the smoothed complementarity residuals as equalities softened
 by L1 + L2 penalised slacks (every QP feasible), cost = weighted least squares of
 (x - xref(tau), u - uref(tau)) with the symbolic gait reference. Generated once per content
-hash (mpc.acados_runtime.cached_ocp_solver).
+hash (mpc.acados.runtime.cached_ocp_solver).
 
     rti = RtiSolver(ContactOcp(model, options), reference, weights)
     rti.feedback(x0) -> status ; rti.shift() ; rti.prepare() ; rti.take_stats()
@@ -18,10 +19,10 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .acados_io import STAT_NAMES, HorizonIO
-from .acados_runtime import acados_template, cached_ocp_solver
-from .contact_ocp import ContactOcp, cost_features, soft_constraints
-from .reference import FourierReference
+from ..problem import cost_features, soft_constraints
+from ..reference import FourierReference
+from .io import STAT_NAMES, HorizonIO
+from .runtime import acados_template, cached_ocp_solver
 from .smoke import set_horizon
 
 
@@ -54,10 +55,11 @@ class RtiOptions:
     tol: float = 1e-8
 
 
-def build_acados_ocp(problem: ContactOcp, reference: FourierReference, weights: CostWeights,
+def build_acados_ocp(problem, reference: FourierReference, weights: CostWeights,
                      options: RtiOptions = RtiOptions(), name: str | None = None,
                      joint_limits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
-    """The AcadosOcp of the contact-implicit problem with the clock state (no solver built).
+    """The AcadosOcp of the contact-implicit problem (mpc.problem: a `ContactOcp` or a
+    `CentroidalOcp`) with the clock state (no solver built).
 
     joint_limits: (state indices, lower, upper) kept as soft bounds (L1 + L2 penalised) on
     stages 1..N-1."""
@@ -144,7 +146,7 @@ def stage_lengths(problem) -> np.ndarray:
 class RtiSolver:
     """One compiled acados solver of the OCP plus warm-start and timing helpers."""
 
-    def __init__(self, problem: ContactOcp, reference: FourierReference, weights: CostWeights,
+    def __init__(self, problem, reference: FourierReference, weights: CostWeights,
                  options: RtiOptions = RtiOptions(), *, joint_limits=None, cache_dir=None, verbose: bool = True):
         self.problem, self.reference, self.options = problem, reference, options
         self.n = problem.options.n_stages

@@ -5,7 +5,7 @@
     GaitTask(stand=True)                             any legged robot: stand (balance) still in its q0
     PlanTask("plan.npz", joint_ranges=(("hip", -1.2, 1.2),))   track an offline plan over its terrain
 
-A task gives the MPC (`mpc.mpc_controller.ContactMpc`) what it tracks (`reference`), the joint
+A task gives the MPC (`mpc.wholebody.controller.ContactMpc`) what it tracks (`reference`), the joint
 ranges it keeps (`joint_limits`), its tracking weights (`weights`) and what a run is measured
 against (`targets`, `terrain`). `MpcOptions.task` builds one from a scenario's controller options.
 
@@ -21,8 +21,8 @@ and the MPC keep are the model's own (`RobotModel.q_min`, `q_max`, set by the ro
 whose q0 lies outside its joint ranges needs one; robots/library/hopper.py).
 
 PlanTask: the plan file (plan.npz of `python -m launch plan`) carries the trajectory and the
-terrain it avoids (`mpc.terrain`); `joint_ranges` are the ranges the plan was made within, kept
-instead of the model's own.
+terrain it avoids (`mpc.wholebody.terrain`); `joint_ranges` are the ranges the plan was made
+within, kept instead of the model's own.
 """
 from __future__ import annotations
 
@@ -145,10 +145,10 @@ class GaitTask:
         return None
 
     def reference(self, problem, *, verbose: bool = True):
-        """(gait, reference): the periodic gait on `problem`'s model (`mpc.gaits.periodic_gait`,
-        cached) and its Fourier series."""
-        from .gaits import periodic_gait  # mpc.gaits builds on this module
-        from .reference import FourierReference
+        """(gait, reference): the periodic gait on `problem`'s model
+        (`mpc.wholebody.gaits.periodic_gait`, cached) and its Fourier series."""
+        from ..reference import FourierReference
+        from .gaits import periodic_gait  # mpc.wholebody.gaits builds on this module
 
         gait = periodic_gait(problem.model, self, problem.options, verbose=verbose)
         return gait, FourierReference.fit(gait)
@@ -265,7 +265,7 @@ class PlanTask:
 
     def reference(self, problem, *, verbose: bool = True):
         """(None, reference): the plan re-solved on `problem`'s model, its holes as constraints
-        (`mpc.plan_transcription.transcribe_plan`, cached)."""
+        (`mpc.wholebody.plan_transcription.transcribe_plan`, cached)."""
         from robots.codegen import default_cache_dir
 
         from .plan_transcription import transcribe_plan

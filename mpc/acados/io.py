@@ -2,7 +2,7 @@
 
 The acados Python interface costs ~8 us per call and stage; shifting a 30-stage warm start
 through it takes ~1 ms, as long as the solve itself. `HorizonIO` does the same through
-`mpc/acados_io.c`, compiled once against the acados wheel's headers (cached like robot code).
+`mpc/acados/io.c`, compiled once against the acados wheel's headers (cached like robot code).
 
     io = HorizonIO(solver, n_stages, nx, nu)
     xs, us = io.get()            # (N+1, nx), (N, nu) copies
@@ -19,7 +19,7 @@ import numpy as np
 
 from robots.codegen import compile_shared
 
-_SOURCE = Path(__file__).with_name("acados_io.c")
+_SOURCE = Path(__file__).with_name("io.c")
 _LIB: dict[str, ctypes.CDLL] = {}
 STAT_NAMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg", "sqp_iter", "qp_iter")
 
@@ -28,7 +28,7 @@ def _library() -> ctypes.CDLL:
     if "lib" not in _LIB:
         import acados
 
-        from .acados_runtime import ensure_runtime
+        from .runtime import ensure_runtime
 
         ensure_runtime()  # preloads libacados with RTLD_GLOBAL
         lib_dir = os.path.join(acados.DIR, "lib")

@@ -1,7 +1,7 @@
 """The contact-implicit optimal control problem, as a pure description (no solver).
 
 One `ContactOcp` is built from a `RobotModel` and `OcpOptions`; the acados solver
-(`mpc.acados_mpc`) and the IPOPT solver (`mpc.ipopt_ocp`) both read their CasADi expressions
+(`mpc.acados.rti`) and the IPOPT solver (`mpc.ipopt_ocp`) both read their CasADi expressions
 from it, so the two solve exactly the same problem.
 
 Variables of stage k (h = options.dt seconds per stage)
@@ -30,67 +30,19 @@ in contact follows from the optimization.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import casadi as ca
 import numpy as np
 
 from robots.model import RobotModel
 from robots.mass_solve import block_solve, mass_matrix_pattern
 
+from ..problem import OcpOptions, fischer_burmeister
+
 CONTACT_VARS = ("fn", "ft_pos", "ft_neg", "gamma")
 # the complementarity pairs (a, b) of each contact, in the order of `ContactOcp.pairs` (kind-major:
 # pair k is kind k // nc of contact k % nc); a in m or m/s, b in weights (N / (m g)) or m/s
 PAIR_NAMES = ("(gap + compliance fn) * fn", "(gamma + vt) * ft_pos", "(gamma - vt) * ft_neg",
               "(mu fn - ft_pos - ft_neg) * gamma")
-
-
-@dataclass(frozen=True)
-class OcpOptions:
-    """Discretization and relaxation of the contact-implicit OCP.
-
-    dt: stage length, s. n_stages: number of stages (horizon = n_stages * dt).
-    sigma: gap/normal-force relaxation, m x weights (standing on one foot: gap = sigma m).
-    sigma_friction: relaxation of the friction pairs, (m/s) x weights.
-    """
-
-    dt: float = 0.01
-    n_stages: int = 30
-    sigma: float = 1e-4
-    sigma_friction: float = 1e-3
-
-    def validate(self) -> "OcpOptions":
-        """Raise ValueError naming the bad field and the fix; return self."""
-        if not (np.isfinite(self.dt) and self.dt > 0):
-            raise ValueError(f"OcpOptions.dt must be a positive stage length in s, got {self.dt}")
-        if not (isinstance(self.n_stages, (int, np.integer)) and self.n_stages >= 1):
-            raise ValueError(f"OcpOptions.n_stages (the horizon) must be an integer >= 1, got {self.n_stages!r}")
-        for name in ("sigma", "sigma_friction"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"OcpOptions.{name} must be > 0 (it is the complementarity relaxation), got {value}")
-        return self
-
-
-def fischer_burmeister(a: ca.SX, b: ca.SX, s: float | ca.SX) -> ca.SX:
-    """Smoothed Fischer-Burmeister function a + b - sqrt(a^2 + b^2 + 2 s); zero iff a, b > 0, a b = s."""
-    return a + b - ca.sqrt(a * a + b * b + 2 * s)
-
-
-def cost_features(problem) -> tuple[ca.SX, ca.SX]:
-    """The expressions (of x, of u) the least-squares cost compares with the reference: the
-    problem's `cost_x`, `cost_u` if it defines them (the 3D MPC's heading-invariant features),
-    else x and u themselves."""
-    return getattr(problem, "cost_x", problem.x), getattr(problem, "cost_u", problem.u)
-
-
-def soft_constraints(problem) -> tuple[ca.SX, np.ndarray, np.ndarray]:
-    """(h, lower, upper): every softened stage constraint of a problem. The smoothed
-    complementarity residuals (bounds 0, 0), plus the problem's own `h`, `h_lb`, `h_ub` if it
-    defines them (the 3D MPC's reach boxes and foot lift rule)."""
-    if hasattr(problem, "h"):
-        return problem.h, np.asarray(problem.h_lb, float), np.asarray(problem.h_ub, float)
-    return problem.comp, np.zeros(problem.n_comp), np.zeros(problem.n_comp)
 
 
 class ContactOcp:

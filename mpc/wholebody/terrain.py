@@ -4,7 +4,7 @@
     levels = terrain.levels(px, pz)                           # >= 1 outside each hole
 
 The offline planner (mpc.planning) writes a plan's holes with `terrain_arrays`; the MPC that
-tracks the plan (mpc.plan_transcription) and the run folder's summary read them back.
+tracks the plan (mpc.wholebody.plan_transcription) and the run folder's summary read them back.
 """
 from __future__ import annotations
 

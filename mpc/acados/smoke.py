@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .acados_runtime import acados_template, cached_ocp_solver
+from .runtime import acados_template, cached_ocp_solver
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ import numpy as np
 from robots.model import RobotModel
 from sim.protocol import JointCommand, actuated_joints
 
-from .acados_mpc import CostWeights, RtiOptions, RtiSolver
-from .contact_ocp import ContactOcp, OcpOptions
-from .stage_pairs import StagePairs
+from ..acados.rti import CostWeights, RtiOptions, RtiSolver
+from ..acados.stage_pairs import StagePairs
+from ..problem import OcpOptions
+from .ocp import ContactOcp
 from .tasks import GaitTask, PlanTask
 
 # tracking an offline plan (docs/MPC.md, "Tracking an offline plan"): the SQP-RTI iterations at
@@ -38,11 +39,11 @@ class MpcOptions:
     """Everything the MPC controller is configured by (scenario `controller_options`, over the
     robot's `controller_defaults["mpc"]`: `mpc_options`).
 
-    Task (`task`, see mpc.tasks): vx (m/s), apex_height (m, hopping robots: one contact), period
-    (s, reference gait), stand (stand still in q0; vx must be 0), guess_pose ({joint: rad} of the
+    Task (`task`, see mpc.wholebody.tasks): vx (m/s), apex_height (m, hopping robots: one
+    contact), period (s, reference gait), stand (stand still in q0; vx must be 0), guess_pose ({joint: rad} of the
     gait optimizer's initial guess); or plan, with plan_joint_ranges ({joint: [lower, upper]}, rad).
     OCP: dt (s per stage; equal to the control period so that the warm start shifts by one
-    stage), n_stages, sigma, sigma_friction (relaxations, see mpc.contact_ocp).
+    stage), n_stages, sigma, sigma_friction (relaxations, see mpc.wholebody.ocp).
     Solver: qp_iter_max, qp_tol, cond_n (partial condensing horizon), hpipm_mode.
     z_l1: L1 penalty on the complementarity slacks (in tracking-cost units). Too low and the
     QP buys "ghost" contact forces through the slacks (a foot pushing while in the air): at 100
@@ -128,7 +129,7 @@ def default_weights(problem: ContactOcp) -> CostWeights:
 
 class ContactMpc:
     """Contact-implicit MPC tracking its task's reference: a periodic gait or a plan (see module
-    docstring and mpc.tasks)."""
+    docstring and mpc.wholebody.tasks)."""
 
     name = "mpc"
 
@@ -257,7 +258,7 @@ class ContactMpc:
             t_plan = self._info["touchdown_vs_ref_s"] = float("nan")
             self.rti.restart(x, self._info["gait_clock_s"] + self.options.dt)
         self._info["touchdown_plan_s"] = t_plan
-        # the stage just sent: its largest |a b| and which pair (contact_ocp.PAIR_NAMES) with its a, b
+        # the stage just sent: its largest |a b| and which pair (ocp.PAIR_NAMES) with its a, b
         self._info.update(self._pairs.worst(x, u0))
         self.rti.prepare()
         stats = self.rti.take_stats()

@@ -13,45 +13,21 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 
 import numpy as np
 
 from robots.codegen import default_cache_dir
 from robots.model import RobotModel
 
-from .contact_ocp import ContactOcp, OcpOptions
-from .ipopt_ocp import TrackingCost, solve_ipopt
+from ..ipopt_ocp import TrackingCost, solve_ipopt
+from ..problem import OcpOptions
+from ..reference import Gait
+from .ocp import ContactOcp
 from .tasks import GaitTask
 
 
 GAIT_COST_VERSION = 1  # bump when gait_cost or GaitTask.gait_constraints change
-
-
-@dataclass(frozen=True)
-class Gait:
-    """One period of a reference gait: x (N+1, nx) and u (N, nu) at stage times k * dt."""
-
-    dt: float
-    x: np.ndarray
-    u: np.ndarray
-    shift_x: float  # forward displacement over one period, m
-
-    @property
-    def period(self) -> float:
-        """Gait period, s."""
-        return self.dt * self.u.shape[0]
-
-    def sample(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Reference (x, u) at times t (s, any value: the gait repeats, x advancing by shift_x)."""
-        t = np.atleast_1d(np.asarray(t, float))
-        n = self.u.shape[0]
-        k_float = t / self.dt
-        k = np.floor(k_float + 1e-9).astype(int)
-        cycles, kk = np.divmod(k, n)
-        xs = self.x[kk].copy()
-        xs[:, 0] += cycles * self.shift_x
-        return xs, self.u[kk]
 
 
 def gait_cost(ocp: ContactOcp, task: GaitTask, n: int) -> TrackingCost:

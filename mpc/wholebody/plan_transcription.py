@@ -1,7 +1,7 @@
 """An offline plan re-solved on the MPC's own model, as the reference the MPC tracks.
 
 Why: a time-freezing plan (mpc.planning) is exact for rigid contact and carries no contact
-forces; the MPC predicts with its own smoothed, compliant contact model (mpc.contact_ocp). Tracked
+forces; the MPC predicts with its own smoothed, compliant contact model (mpc.wholebody.ocp). Tracked
 directly, the plan's take-offs and landings are off by centimetres, enough to land in a hole
 (docs/MPC.md). So the plan is first re-solved with IPOPT on the MPC's problem over the whole plan
 (stages of the MPC's dt), tracking the plan's states and torques, with the plan's holes as
@@ -24,9 +24,9 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from .contact_ocp import ContactOcp
-from .ipopt_ocp import TrackingCost, solve_ipopt
-from .reference import TrajectoryReference
+from ..ipopt_ocp import TrackingCost, solve_ipopt
+from ..reference import TrajectoryReference
+from .ocp import ContactOcp
 from .terrain import terrain_from_plan
 
 # m added to the holes' horizontal semi-axes (a landing short by this much stays out). 0.06 cleared

@@ -1,6 +1,6 @@
 /* Whole-horizon reads and writes of an acados OCP solver in one call each (the Python
  * interface costs ~8 us per stage and field; these loops cost well under 1 us per stage).
- * Compiled and loaded by mpc/acados_io.py. */
+ * Compiled and loaded by mpc/acados/io.py. */
 #include "acados_c/ocp_nlp_interface.h"
 
 /* xs: (N+1) x nx row-major, us: N x nu row-major */
