@@ -2,6 +2,10 @@
 compiled functions every plant and the MPC use, against pinocchio at random states (issue 27)."""
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -103,7 +107,7 @@ def test_the_3d_doc_example_runs(capsys):
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "ROBOTS3D.md").read_text()
     blocks = re.findall(r"^```python\n(.*?)^```", doc, re.S | re.M)
-    assert len(blocks) == 1
+    assert len(blocks) == 2  # go1's, then "Your own URDF quadruped"'s (test_the_urdf_walkthrough_runs)
     exec(compile(blocks[0], "docs/ROBOTS3D.md", "exec"), {"__name__": "robots3d_doc"})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "19 18 12 4"
@@ -113,6 +117,62 @@ def test_the_3d_doc_example_runs(capsys):
     quat, norm = out[2].rsplit(" ", 1)
     np.testing.assert_allclose(ast.literal_eval(quat), [np.sin(0.05), 0.0, 0.0, np.cos(0.05)], atol=1e-4)
     assert abs(float(norm) - 1.0) < 1e-12
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "ROBOTS3D.md"
+FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```", re.S | re.M)
+
+
+def _walkthrough_blocks(lang: str) -> list[tuple[str, str]]:
+    """(info string, body) of the fenced blocks in `lang` of the doc's "Your own URDF quadruped"."""
+    text = DOC.read_text()
+    start = text.index("## Your own URDF quadruped")
+    section = text[start:text.index("\n## ", start + 1)]
+    return [(info.strip(), body) for kind, info, body in FENCE.findall(section) if kind == lang]
+
+
+def test_the_urdf_walkthrough_shows_the_example_module_verbatim():
+    files = [(info, body) for info, body in _walkthrough_blocks("python") if info.startswith("file=")]
+    assert [info for info, _ in files] == ["file=examples/my_quadruped.py"]
+    assert files[0][1] == (DOC.parents[1] / "examples" / "my_quadruped.py").read_text()
+
+
+def test_the_urdf_walkthrough_runs(monkeypatch, capsys):
+    """Its Python block, run from the repository's root, prints what its comments say."""
+    monkeypatch.chdir(DOC.parents[1])
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the block puts examples/ first
+    (code,) = [body for info, body in _walkthrough_blocks("python") if not info]
+    exec(compile(code, "docs/ROBOTS3D.md (Your own URDF quadruped)", "exec"), {"__name__": "robots3d_urdf_doc"})
+    assert capsys.readouterr().out.splitlines() == [
+        "my_quadruped 19 18 12 4", "('FL_hip_joint', 'FL_thigh_joint', 'FL_calf_joint')", "16.09 0.287",
+        "True True", "49"]
+
+
+def test_the_urdf_walkthrough_commands_are_valid(monkeypatch):
+    """Its shell commands: the URDF listing names go2's and anymal_c's files; each `launch run`
+    makes a scenario that validates (robot built, pre-flight passed; not run: the figures in
+    the text were measured); the refusal it quotes is the pre-flight's."""
+    import shlex
+    import subprocess
+
+    from launch.cli import _overridden_scenario, build_parser
+
+    root = DOC.parents[1]
+    monkeypatch.chdir(root)
+    monkeypatch.syspath_prepend(str(root / "examples"))
+    lines = [line for _, body in _walkthrough_blocks("sh") for line in body.splitlines() if line.strip()]
+    runs = [line for line in lines if "-m launch run" in line]
+    assert len(runs) == 4 and len(lines) == 5
+    listing = subprocess.run([sys.executable, *shlex.split(lines[0])[1:]], capture_output=True, text=True, timeout=60)
+    assert "go2_description/urdf/go2.urdf" in listing.stdout and "anymal_c_simple_description/urdf/anymal.urdf" \
+        in listing.stdout
+    for line in runs:
+        argv = shlex.split(line)
+        argv = argv[argv.index("launch") + 1:]
+        _overridden_scenario(build_parser().parse_args(argv))
+    (refusal,) = [body.strip() for kind, _, body in FENCE.findall(DOC.read_text()) if kind == "" and "error:" in body]
+    assert refusal == ("error: robot 'my_module:build' has no 'lying' pose (params['poses']); go1-stand starts from "
+                       "it: add poses={'lying': [12 joint angles, rad]} to the robot's params (docs/ROBOTS3D.md)")
 
 
 def test_visual_meshes_come_from_the_urdf_and_sit_on_their_bodies():
