@@ -305,22 +305,24 @@ def test_settings_are_derived_from_the_robot(go1):
 
 
 def test_plan_check_corrects_the_stage_it_sends():
-    """A loaded foot off the ground loses its force; a loaded foot that would slide is held still;
-    unloaded feet and a sound stage pass untouched."""
+    """A loaded foot in the air loses its force; a loaded foot on the ground that the plan would
+    lift or slide stays where it is and pushes; unloaded feet and a sound stage pass untouched."""
     from mpc.centroidal.controller import PlanCheck
     from mpc.centroidal.ocp import SrbLayout
 
     check = PlanCheck(loaded=0.05, gap_max=0.005, slip_max=0.05, nc=4)
     lay = SrbLayout(4)
-    #         gaps                    slip speeds          fz (twice)
-    pairs = [0.0, 0.02, 0.0, 0.03] + [0.0, 0.0, 0.4, 1.0] + [0.5, 0.3, 0.4, 0.01] * 2
-    assert check.failures(pairs) == [(1, "gap"), (2, "slip")]
+    #         gaps at the stage's end  slip speeds          fz (twice)
+    pairs = [0.01, 0.02, 0.0, 0.03] + [0.0, 0.0, 0.4, 1.0] + [0.5, 0.3, 0.4, 0.01] * 2
+    heights = [0.0, 0.015, 0.0, 0.03]
+    assert check.failures(pairs, heights) == [(0, "lift"), (1, "air"), (2, "slip")]
     u = np.ones(lay.nu)
-    check.correct(u, check.failures(pairs), lay)
-    assert np.all(u[lay.edges(1)] == 0) and np.all(u[lay.edges(2)] == 1)
-    assert np.all(u[lay.foot_velocity(2)][:2] == 0) and u[lay.foot_velocity(2)][2] == 1
+    check.correct(u, check.failures(pairs, heights), lay)
+    assert np.all(u[lay.edges(1)] == 0) and np.all(u[lay.foot_velocity(1)] == 1)  # swings on, no force
+    for i in (0, 2):  # held still, still pushing
+        assert np.all(u[lay.foot_velocity(i)] == 0) and np.all(u[lay.edges(i)] == 1)
     assert np.all(u[lay.edges(3)] == 1) and np.all(u[lay.foot_velocity(3)] == 1)
-    assert check.failures([0.0] * 4 + [0.01] * 4 + [0.25] * 8) == []
+    assert check.failures([0.0] * 4 + [0.01] * 4 + [0.25] * 8, [0.0] * 4) == []
 
 
 def test_measured_yaw_is_unwrapped(go1, trot):

@@ -30,13 +30,20 @@ from .smoke import set_horizon
 class CostWeights:
     """Diagonal least-squares weights. w_x (nx), w_u (nu) per stage; terminal = w_x * terminal_factor.
     z_l1, z_l2: L1 and L2 penalties on the complementarity slacks (the L1 penalty is exact,
-    i.e. buys no violation, only above the constraints' multipliers; see MpcOptions.z_l1)."""
+    i.e. buys no violation, only above the constraints' multipliers; see MpcOptions.z_l1).
+    soft_scale: None, or one factor per softened stage constraint (the problem's `h`) that
+    multiplies both penalties there (e.g. a dearer rule). first_stage_price: both penalties on
+    stage 0 (the stage a tick executes) are this many times the other stages'. On stages of
+    differing length every stage's penalties are those of a stage of the first length (acados
+    would otherwise scale them with the stage's length, making a fine stage's violation cheap)."""
 
     w_x: np.ndarray
     w_u: np.ndarray
     terminal_factor: float = 10.0
     z_l1: float = 100.0
     z_l2: float = 1e4
+    soft_scale: np.ndarray | None = None
+    first_stage_price: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -112,8 +119,14 @@ def build_acados_ocp(problem, reference: FourierReference, weights: CostWeights,
         ocp.constraints.ubx = np.asarray(hi, float)
         ocp.constraints.idxsbx = np.arange(nsbx)
     # slack penalties are ordered [soft x bounds, soft h]
-    ocp.cost.zl = ocp.cost.zu = np.full(nsbx + nh, weights.z_l1)
-    ocp.cost.Zl = ocp.cost.Zu = np.full(nsbx + nh, weights.z_l2)
+    scale = np.ones(nsbx + nh)
+    if weights.soft_scale is not None:
+        if np.shape(weights.soft_scale) != (nh,):
+            raise ValueError(f"CostWeights.soft_scale must have one factor per softened constraint ({nh}), "
+                             f"got shape {np.shape(weights.soft_scale)}")
+        scale[nsbx:] = weights.soft_scale
+    ocp.cost.zl = ocp.cost.zu = weights.z_l1 * scale
+    ocp.cost.Zl = ocp.cost.Zu = weights.z_l2 * scale
     ocp.constraints.lbu = problem.u_lb
     ocp.constraints.ubu = problem.u_ub
     ocp.constraints.idxbu = np.arange(problem.nu)
@@ -151,15 +164,23 @@ class RtiSolver:
         self.problem, self.reference, self.options = problem, reference, options
         self.n = problem.options.n_stages
         self.nx = problem.nx + 1
-        self.solver = cached_ocp_solver(build_acados_ocp(problem, reference, weights, options,
-                                                         joint_limits=joint_limits),
-                                        cache_dir=cache_dir, verbose=verbose)
+        ocp = build_acados_ocp(problem, reference, weights, options, joint_limits=joint_limits)
+        self.solver = cached_ocp_solver(ocp, cache_dir=cache_dir, verbose=verbose)
         self.built_now = self.solver.legmpc_built_now
         self.dts = stage_lengths(problem)
         self.grid = np.concatenate([[0.0], np.cumsum(self.dts)])  # stage start times from stage 0, s
         if getattr(problem, "dt_param", None) is not None:
             for k, dt in enumerate(self.dts):
                 self.solver.set(k, "p", np.array([dt]))
+        # acados scales a stage's whole cost, slack penalties included, by its length; a violated
+        # constraint costs the same on every stage (what a stage of the first length pays), and
+        # on the executed stage 0 `weights.first_stage_price` times that
+        for k, dt in enumerate(self.dts):
+            factor = (self.dts[0] / dt) * (weights.first_stage_price if k == 0 else 1.0)
+            if factor != 1.0:
+                for field, value in (("zl", ocp.cost.zl), ("zu", ocp.cost.zu), ("Zl", ocp.cost.Zl),
+                                     ("Zu", ocp.cost.Zu)):
+                    self.solver.cost_set(k, field, np.asarray(value, float) * factor)
         self.io = HorizonIO(self.solver, self.n, self.nx, problem.nu, rti=options.nlp_solver == "SQP_RTI")
         self._shift_maps = None
         self._acc = np.zeros(len(STAT_NAMES))  # statistics summed since the last take_stats()

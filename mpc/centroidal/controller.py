@@ -70,6 +70,8 @@ class Mpc3dOptions:
     cond_n: int | None = None
     z_l1: float = 3e3
     z_l2: float = 1e4
+    lift_price: float = 1.0
+    first_stage_price: float = 1.0
     kp: float | None = None
     kd: float | None = None
     deadline_s: float = 0.009
@@ -187,7 +189,8 @@ class CentroidalMpc:
         self.reference = RampedReference(base, options.ramp_s, (FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE))
         w_x, w_u = feature_weights(self.problem)
         weights = CostWeights(w_x=w_x, w_u=w_u, terminal_factor=options.terminal_factor, z_l1=options.z_l1,
-                              z_l2=options.z_l2)
+                              z_l2=options.z_l2, soft_scale=self.problem.soft_scale(options.lift_price),
+                              first_stage_price=options.first_stage_price)
         self.rti = RtiSolver(self.problem, self.reference, weights,
                              RtiOptions(qp_iter_max=options.qp_iter_max, hpipm_mode=options.hpipm_mode, qp_tol=1e-3,
                                         cond_n=options.cond_n),
@@ -293,7 +296,7 @@ class CentroidalMpc:
         u0 = us[0].copy()
         pairs = self._pairs.values(x, u0)
         comp = self._pairs.worst_of(pairs)
-        bad = self.check.failures(pairs)
+        bad = self.check.failures(pairs, x[14::3])  # feet heights now: z of each foot point
         if bad:
             self.check.correct(u0, bad, self.problem.layout)
         buf = self._in_cmd
@@ -350,8 +353,10 @@ class PlanCheck:
     must be on the ground at the stage's end (gap <= `gap_max`, m) and not slide (planned
     horizontal speed <= `slip_max`, m/s). Thresholds scale with the robot: 5 % of its weight,
     2 % of its standing height (go1: 5 mm), 3 % of sqrt(g h0) (go1: 4.8 cm/s).
-    A failing foot is corrected before the stage is sent: one off the ground gets no force (its
-    leg swings), one that would slide is held still (its planned force stays)."""
+    A failing foot is corrected before the stage is sent, by what the foot can do now:
+      "air"    loaded, off the ground now and at the stage's end: it gets no force (it swings on)
+      "lift"   loaded, on the ground now, planned to rise: it stays where it is and pushes
+      "slip"   loaded, planned to slide: it stays where it is and pushes."""
 
     loaded: float
     gap_max: float
@@ -363,15 +368,16 @@ class PlanCheck:
         """The check's thresholds for a body."""
         return cls(0.05, 0.02 * srb.height, 0.03 * np.sqrt(srb.gravity * srb.height), srb.nc)
 
-    def failures(self, pairs: list) -> list:
-        """[(foot, "gap" | "slip"), ...] of the stage whose pair values are `pairs`
-        (`StagePairs.values`: gaps (nc), slip speeds (nc), then fz twice (weights))."""
+    def failures(self, pairs: list, heights) -> list:
+        """[(foot, "air" | "lift" | "slip"), ...] of the stage whose pair values are `pairs`
+        (`StagePairs.values`: gaps at the stage's end (nc), slip speeds (nc), then fz twice
+        (weights)) from feet at `heights` (m, now)."""
         n = self.nc
         out = []
         for i in range(n):
             if pairs[2 * n + i] > self.loaded:
                 if pairs[i] > self.gap_max:
-                    out.append((i, "gap"))
+                    out.append((i, "air" if heights[i] > self.gap_max else "lift"))
                 elif pairs[n + i] > self.slip_max:
                     out.append((i, "slip"))
         return out
@@ -379,10 +385,10 @@ class PlanCheck:
     def correct(self, u: np.ndarray, failures: list, layout) -> None:
         """Correct the control u in place (class docstring)."""
         for i, kind in failures:
-            if kind == "gap":
+            if kind == "air":
                 u[layout.edges(i)] = 0.0
             else:
-                u[layout.foot_velocity(i).start: layout.foot_velocity(i).start + 2] = 0.0
+                u[layout.foot_velocity(i)] = 0.0
 
 
 def mpc3d_options(model: RobotModel | None = None, **options) -> Mpc3dOptions:

@@ -43,6 +43,7 @@ Soft inequalities (L1 + L2 penalised slacks, like the complementarity residual):
                                              so that a coarse stage lets a landing or lifting
                                              foot move as fine stages would over the same time.
     R^T (p_i+ - c+) - p_i,nominal in [reach_lo, reach_hi]   (each foot's reach box, body frame)
+    fz_i <= srb.fz_max_i                     what the leg's motors can push (weights; go1 1.66)
 Bounds: |vf_i| <= the foot speed box (heading frame), 0 <= lambda <= FORCE_MAX.
 Everything is invariant under moving and turning the scene about z (test).
 
@@ -213,9 +214,11 @@ class CentroidalOcp:
         lift, alpha = scales.lift_speed, 0.5 * (1.0 - options.dt / h)
         g_rule = [alpha * feet[i][2] + (1.0 - alpha) * a[i] for i in range(nc)]
         slide = ca.vertcat(*[vh[i][k] + s * lift * g_rule[i] for s in (1.0, -1.0) for i in range(nc) for k in range(2)])
-        ineq = ca.vertcat(reach, slide)
-        self.ineq_lb = np.concatenate([srb.reach_lo.ravel(), np.zeros(2 * nc), np.full(2 * nc, -1e3)])
-        self.ineq_ub = np.concatenate([srb.reach_hi.ravel(), np.full(2 * nc, 1e3), np.zeros(2 * nc)])
+        ineq = ca.vertcat(reach, slide, b)
+        self.ineq_lb = np.concatenate([srb.reach_lo.ravel(), np.zeros(2 * nc), np.full(2 * nc, -1e3),
+                                       np.full(nc, -1e3)])
+        self.ineq_ub = np.concatenate([srb.reach_hi.ravel(), np.full(2 * nc, 1e3), np.zeros(2 * nc),
+                                       np.minimum(srb.fz_max, 4 * FORCE_MAX)])
         h_all = ca.vertcat(comp, ineq)
         self.h_lb = np.concatenate([np.zeros(self.n_comp), self.ineq_lb])
         self.h_ub = np.concatenate([np.zeros(self.n_comp), self.ineq_ub])
@@ -242,6 +245,12 @@ class CentroidalOcp:
         self.u_lb[: 3 * nc] = -np.tile(scales.foot_speed_max, nc)
         self.u_ub = np.full(lay.nu, FORCE_MAX)
         self.u_ub[: 3 * nc] = np.tile(scales.foot_speed_max, nc)
+
+    def soft_scale(self, lift_price: float) -> np.ndarray:
+        """Penalty factors of the softened constraints `h` (complementarity, reach, lift rule, leg
+        force): 1, 1, lift_price, 1."""
+        nc = self.nc
+        return np.concatenate([np.ones(nc + 3 * nc), np.full(4 * nc, float(lift_price)), np.ones(nc)])
 
     @property
     def horizon_s(self) -> float:

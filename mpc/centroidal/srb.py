@@ -33,7 +33,9 @@ class SingleRigidBody:
     """Mass (kg), CoM offset from the base origin (base frame, m), inertia about the CoM (base
     frame, kg m^2), the feet's standing positions relative to the CoM (nc x 3, base frame, m),
     their reach box (lo, hi: nc x 3 offsets from the standing position, m), standing CoM height
-    (m), friction mu per foot, gravity (m/s^2), and the permutation of the feet under the left-right mirror (foot i <-> mirror[i])."""
+    (m), friction mu per foot, the largest normal force each foot's leg can push with at the
+    standing pose (weights m g: the smallest u_max_j / |dz_foot / dq_j| over its joints), gravity
+    (m/s^2), and the permutation of the feet under the left-right mirror (foot i <-> mirror[i])."""
 
     name: str
     mass: float
@@ -44,6 +46,7 @@ class SingleRigidBody:
     reach_hi: np.ndarray
     height: float
     mu: np.ndarray
+    fz_max: np.ndarray
     gravity: float
     mirror: tuple
 
@@ -88,5 +91,11 @@ class SingleRigidBody:
             mirror.append(int(np.argmin(d)))
         if sorted(mirror) != list(range(model.nc)):
             raise ValueError(f"{model.name}: the feet are not left-right symmetric at q0; mirror {mirror}")
+        Jn, _ = fns.contact_jacobians(q0)
+        fz_max = []
+        for i in range(model.nc):
+            lever = np.abs(Jn[i, 6:])
+            moved = lever > 1e-9
+            fz_max.append(float(np.min(np.asarray(model.u_max)[moved] / lever[moved])) / (m * model.gravity))
         return cls(model.name, m, c, inertia, feet, lo, hi, h, np.array([ct.mu for ct in model.contacts]),
-                   float(model.gravity), tuple(mirror))
+                   np.array(fz_max), float(model.gravity), tuple(mirror))
