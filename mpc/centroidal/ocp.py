@@ -43,7 +43,7 @@ Soft inequalities (L1 + L2 penalised slacks, like the complementarity residual):
                                              so that a coarse stage lets a landing or lifting
                                              foot move as fine stages would over the same time.
     R^T (p_i+ - c+) - p_i,nominal in [reach_lo, reach_hi]   (each foot's reach box, body frame)
-    fz_i <= srb.fz_max_i                     what the leg's motors can push (weights; go1 1.66)
+    fz_i <= srb.fz_max_i                     what the leg's motors can push (weights; go1 2.5)
 Bounds: |vf_i| <= the foot speed box (heading frame), 0 <= lambda <= FORCE_MAX.
 Everything is invariant under moving and turning the scene about z (test).
 

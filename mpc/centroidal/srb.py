@@ -21,6 +21,10 @@ from robots.model import RobotModel
 # reach box of each foot around its standing position, body frame, as fractions of the CoM's
 # standing height h: forward/back +-0.45 h, sideways +-0.25 h, up 0.45 h, down 0.1 h
 REACH_FRACTIONS = {"x": 0.45, "y": 0.25, "up": 0.45, "down": 0.1}
+# a foot's normal force limit: this many times the force its leg's motors hold at the standing
+# pose (the lever arms change as the leg bends; with 1.0 go1's trot sagged by 6 cm at landings,
+# with 1.5 it does not and the largest lateral push it survives is the same, docs/MPC.md)
+FZ_MARGIN = 1.5
 
 
 def _skew_vector(S: np.ndarray) -> np.ndarray:
@@ -33,8 +37,8 @@ class SingleRigidBody:
     """Mass (kg), CoM offset from the base origin (base frame, m), inertia about the CoM (base
     frame, kg m^2), the feet's standing positions relative to the CoM (nc x 3, base frame, m),
     their reach box (lo, hi: nc x 3 offsets from the standing position, m), standing CoM height
-    (m), friction mu per foot, the largest normal force each foot's leg can push with at the
-    standing pose (weights m g: the smallest u_max_j / |dz_foot / dq_j| over its joints), gravity
+    (m), friction mu per foot, the largest normal force the plan gives each foot (weights m g:
+    FZ_MARGIN times the smallest u_max_j / |dz_foot / dq_j| over its leg's joints at q0), gravity
     (m/s^2), and the permutation of the feet under the left-right mirror (foot i <-> mirror[i])."""
 
     name: str
@@ -96,6 +100,6 @@ class SingleRigidBody:
         for i in range(model.nc):
             lever = np.abs(Jn[i, 6:])
             moved = lever > 1e-9
-            fz_max.append(float(np.min(np.asarray(model.u_max)[moved] / lever[moved])) / (m * model.gravity))
+            fz_max.append(FZ_MARGIN * float(np.min(np.asarray(model.u_max)[moved] / lever[moved])) / (m * model.gravity))
         return cls(model.name, m, c, inertia, feet, lo, hi, h, np.array([ct.mu for ct in model.contacts]),
                    np.array(fz_max), float(model.gravity), tuple(mirror))
