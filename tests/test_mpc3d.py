@@ -285,10 +285,12 @@ def test_settings_are_derived_from_the_robot(go1):
 
     from mpc.centroidal.controller import mpc3d_options
     from mpc.centroidal.ocp import ContactScales
-    from mpc.centroidal.tuning import derived_gains
+    from mpc.centroidal.tuning import derived_gains, joint_damping
 
     gains = derived_gains(go1)
     assert gains["kp"] == pytest.approx(60.0, rel=0.02) and gains["kd"] == pytest.approx(2.0, rel=0.02)
+    kd = joint_damping(go1, gains["kp"])  # each joint by its own inertia: the knee (light) least
+    assert kd.shape == (12,) and np.all(kd[2::3] < 0.7 * kd[1::3]) and np.mean(kd) == pytest.approx(2.0, rel=0.1)
     srb = SingleRigidBody.from_model(go1)
     scales = ContactScales.of(srb)
     np.testing.assert_allclose(scales.foot_speed_max, [2.5, 2.5, 1.5], rtol=0.01)

@@ -28,10 +28,14 @@ from ..reference import FourierReference
 from .gaits import Gait3dTask, periodic_gait3d
 from .ocp import FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
 from .srb import SingleRigidBody
-from .tuning import derived_gains, feature_weights
+from .tuning import derived_gains, feature_weights, joint_damping
 from .wholebody import build_layer
 
 PRESOLVE_ITERATIONS = 10  # RTI iterations at the standing start before the first tick
+# a plan whose first stage fails the physics check on this many ticks in a row is dropped: the
+# solver restarts from the measured stance, as after a failed QP (a real-time iteration that
+# has left the basin of sound plans does not find its way back by itself)
+RESTART_AFTER_INCONSISTENT = 3
 
 
 # the default horizon: 5 stages of 10 ms (the tick executes the first), 6 of 25 ms, 4 of 50 ms: 0.4 s
@@ -52,7 +56,7 @@ class Mpc3dOptions:
     penalties; z_l1 1e3 let the QP buy loaded feet that slide, executed-stage complementarity
     p99 0.5; 1e4 sagged the turning base to 0.17 m; 3e3 keeps both: docs/MPC.md).
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints;
-    None: derived from the robot (`tuning.derived_gains`).
+    None: derived from the robot (`tuning.derived_gains`; kd per joint, `tuning.joint_damping`).
     deadline_s: per-tick compute budget (s).
     """
 
@@ -177,10 +181,8 @@ class CentroidalMpc:
         from robots.codegen import compile_functions
 
         self.srb = SingleRigidBody.from_model(model)
-        if options.kp is None or options.kd is None:
-            gains = derived_gains(model, self.srb)
-            options = replace(options, kp=gains["kp"] if options.kp is None else options.kp,
-                              kd=gains["kd"] if options.kd is None else options.kd)
+        if options.kp is None:
+            options = replace(options, kp=derived_gains(model, self.srb)["kp"])
         self.model, self.options = model, options
         self.problem = CentroidalOcp(self.srb, options.ocp, stage_dts=options.stage_dts)
         self.check = PlanCheck.of(self.srb)
@@ -204,7 +206,8 @@ class CentroidalMpc:
         self._out_cmd = np.zeros(3 * model.nu)
         self._pairs = StagePairs(self.problem, lib_name=f"srb_pairs_{model.name}")
         self._kp = np.full(model.nu, float(options.kp))
-        self._kd = np.full(model.nu, float(options.kd))
+        # kd None: each joint damped by its own inertia (tuning.joint_damping)
+        self._kd = joint_damping(model, options.kp) if options.kd is None else np.full(model.nu, float(options.kd))
         self._kp.flags.writeable = self._kd.flags.writeable = False
         self.offset: float | None = None
         self._yaw: float | None = None  # the last measured yaw, unwrapped (continuous)
@@ -213,6 +216,8 @@ class CentroidalMpc:
         self._plan_x = self._plan_u = None
         self._tick_ok = False
         self._fallback_k = 0
+        self._inconsistent_run = 0  # ticks in a row whose first stage failed the plan check
+        self.restarts = 0
         # presolve at the nominal stance (the scenario's start): the first tick starts from a
         # converged-ish plan, not from one iteration away from a guess
         x_stand = self._measured(model.q0, np.zeros(model.nv))
@@ -297,6 +302,7 @@ class CentroidalMpc:
         pairs = self._pairs.values(x, u0)
         comp = self._pairs.worst_of(pairs)
         bad = self.check.failures(pairs, x[14::3])  # feet heights now: z of each foot point
+        self._inconsistent_run = self._inconsistent_run + 1 if bad else 0
         if bad:
             self.check.correct(u0, bad, self.problem.layout)
         buf = self._in_cmd
@@ -319,13 +325,18 @@ class CentroidalMpc:
                      "wholebody": time.perf_counter() - t1}
 
     def prepare(self) -> dict:
-        """Shift the plan (after a failed QP: restart from the measured stance) and run the
-        preparation phase; returns its phases (s)."""
+        """Shift the plan (after a failed QP, or RESTART_AFTER_INCONSISTENT inconsistent first
+        stages in a row: restart from the measured stance) and run the preparation phase;
+        returns its phases (s)."""
         t0 = time.perf_counter()
         x, _ = self._executed
-        if self._tick_ok:
+        restart = self._inconsistent_run >= RESTART_AFTER_INCONSISTENT
+        if self._tick_ok and not restart:
             self.rti.shift()
         else:
+            if restart:
+                self._inconsistent_run = 0
+                self.restarts += 1
             self.rti.solver.reset()
             self._guess(x, self._info["gait_clock_s"] + self.options.dt)
         self.rti.prepare()
