@@ -355,3 +355,19 @@ def test_turning_through_pi_keeps_the_plan_sound(go1):
     comp = np.array([r["complementarity"] for r in log["rows"]])
     assert comp.max() < 0.05
     assert sum(r["plan_inconsistent"] for r in log["rows"]) <= 1
+
+
+def test_a_loaded_foot_may_not_slide(ocp):
+    """The plan's ground is rigid: a loaded foot on it has no gap, so the lift rule lets it move
+    sideways at no more than lift_speed x sigma / fz (about 1 mm/s). With the gap counted as
+    height + compliance x force, go1's loaded foot (0.5 weights) could slide at 0.16 m/s for free,
+    a softer robot faster."""
+    x, u = ocp.standing_state(), ocp.standing_control()
+    lay, nc = ocp.layout, ocp.nc
+    u[lay.edges(0)] = 0.5 / 4  # foot 0 carries half the weight, on the ground
+    for v in (0.01, 0.05):
+        u[lay.foot_velocity(0)] = [v, 0.0, 0.0]
+        h = np.asarray(ocp.residuals(x, u)).ravel()
+        slide = h[nc + 3 * nc: nc + 3 * nc + 4 * nc]  # the lift rule's rows, (+) then (-)
+        lb, ub = ocp.h_lb[nc + 3 * nc: nc + 7 * nc], ocp.h_ub[nc + 3 * nc: nc + 7 * nc]
+        assert np.any((slide < lb - 1e-9) | (slide > ub + 1e-9)), f"a loaded foot slid at {v} m/s unpenalised"
