@@ -117,20 +117,15 @@ def pd_options(model: RobotModel, **options) -> PDOptions:
     """PDOptions: the defaults, then (floating-base robots) the gains derived from the robot
     (`mpc.centroidal.tuning.derived_gains`: go1 60 and 2, anymal_c about 450 and 21), then the
     robot's own `controller_defaults["pd"]`, then `options` (the scenario's)."""
-    from dataclasses import fields
+    from .problem import robot_options
 
-    valid = {f.name for f in fields(PDOptions)}
-    defaults = dict(model.controller_defaults.get("pd", {}))
-    for given, source in ((defaults, f"{model.name}'s controller_defaults['pd']"), (options, "scenario")):
-        bad = set(given) - valid
-        if bad:
-            raise ValueError(f"unknown pd options {sorted(bad)} (from the {source}); valid: {sorted(valid)}")
+    given = robot_options(model, "pd", PDOptions, options)
     derived = {}
     if model.floating_base and model.nc and model.nu:
         from .centroidal.tuning import derived_gains
 
         derived = derived_gains(model)
-    return PDOptions(**{**derived, **defaults, **options})
+    return PDOptions(**{**derived, **given})
 
 
 def make_controller(name: str, model: RobotModel, **options):

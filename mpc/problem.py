@@ -63,3 +63,20 @@ def soft_constraints(problem) -> tuple[ca.SX, np.ndarray, np.ndarray]:
     if hasattr(problem, "h"):
         return problem.h, np.asarray(problem.h_lb, float), np.asarray(problem.h_ub, float)
     return problem.comp, np.zeros(problem.n_comp), np.zeros(problem.n_comp)
+
+
+def robot_options(model, controller: str, option_class, options: dict, *, label: str = "") -> dict:
+    """The options a controller is built with, as a dict of `option_class` fields: the robot's
+    `controller_defaults[controller]` (its data), then `options` (the scenario's) over them.
+    Unknown keys in either raise ValueError naming where they came from and the valid ones."""
+    from dataclasses import fields
+
+    valid = {f.name for f in fields(option_class)}
+    defaults = dict(model.controller_defaults.get(controller, {})) if model is not None else {}
+    name = getattr(model, "name", "")
+    for given, source in ((defaults, f"{name}'s controller_defaults['{controller}']"), (options, "scenario")):
+        bad = set(given) - valid
+        if bad:
+            raise ValueError(f"unknown {controller} options {sorted(bad)}{label} (from the {source}); "
+                             f"valid: {sorted(valid)}")
+    return {**defaults, **options}

@@ -229,11 +229,11 @@ def test_a_robots_mpc_tuning_is_its_data_and_the_scenario_overrides_it():
     assert mpc_options(hopper).guess_pose == (("hip", 0.2), ("knee", -0.4))
     opts = mpc_options(hopper, hpipm_mode="BALANCE", guess_pose={})
     assert opts.hpipm_mode == "BALANCE" and opts.guess_pose == () and opts.apex_height == 0.45
-    with pytest.raises(ValueError, match=r"unknown mpc options \['horizon'\] \(scenario\)"):
+    with pytest.raises(ValueError, match=r"unknown mpc options \['horizon'\] \(from the scenario\)"):
         mpc_options(hopper, horizon=3)
     with pytest.raises(ValueError, match="guess_pose names 'ankle', not a coordinate of 'hopper'"):
         mpc_options(hopper, guess_pose={"ankle": 0.1}).task.validate(hopper)
     base = Body("base", None, (0.0, 0.0), (Joint("x", "slide_x"), Joint("z", "slide_z")), 3.0)
     odd = build_planar_robot(PlanarTree("odd", (base,), controller_defaults={"mpc": {"horizon": 3}}))
-    with pytest.raises(ValueError, match=r"unknown mpc options \['horizon'\] \(odd's controller_defaults"):
+    with pytest.raises(ValueError, match=r"unknown mpc options \['horizon'\] \(from the odd's controller_defaults"):
         mpc_options(odd)

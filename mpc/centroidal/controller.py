@@ -13,7 +13,7 @@ stages into joint targets and feed-forward torques (`mpc.centroidal.wholebody`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import casadi as ca
 import numpy as np
@@ -23,7 +23,7 @@ from sim.protocol import JointCommand
 
 from ..acados.rti import CostWeights, RtiOptions, RtiSolver
 from ..acados.stage_pairs import StagePairs
-from ..problem import OcpOptions
+from ..problem import OcpOptions, robot_options
 from ..reference import FourierReference
 from .gaits import Gait3dTask, periodic_gait3d
 from .ocp import FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, CentroidalOcp
@@ -406,15 +406,7 @@ def mpc3d_options(model: RobotModel | None = None, **options) -> Mpc3dOptions:
     """Mpc3dOptions from scenario options over the robot's `controller_defaults["mpc"]` (its
     data) over the defaults, validated (unknown keys raise ValueError listing the valid ones).
     kp and kd not given anywhere stay None: the controller derives them from the robot."""
-    valid = {f.name for f in fields(Mpc3dOptions)}
-    defaults = dict(model.controller_defaults.get("mpc", {})) if model is not None else {}
-    for given, source in ((defaults, f"{getattr(model, 'name', '')}'s controller_defaults['mpc']"),
-                          (options, "scenario")):
-        bad = set(given) - valid
-        if bad:
-            raise ValueError(f"unknown mpc options {sorted(bad)} for a 3D robot (from the {source}); "
-                             f"valid: {sorted(valid)}")
-    merged = {**defaults, **options}
+    merged = robot_options(model, "mpc", Mpc3dOptions, options, label=" for a 3D robot")
     if isinstance(merged.get("stage_dts"), list):
         merged["stage_dts"] = tuple(merged["stage_dts"])
     return replace(Mpc3dOptions(), **merged).validate()

@@ -14,7 +14,7 @@ the tick is flagged as missed; the controller never blocks.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from sim.protocol import JointCommand, actuated_joints
 
 from ..acados.rti import CostWeights, RtiOptions, RtiSolver
 from ..acados.stage_pairs import StagePairs
-from ..problem import OcpOptions
+from ..problem import OcpOptions, robot_options
 from .ocp import ContactOcp
 from .tasks import GaitTask, PlanTask
 
@@ -312,13 +312,7 @@ class ContactMpc:
 def mpc_options(model: RobotModel, **options) -> MpcOptions:
     """MpcOptions from scenario options (unknown keys raise ValueError listing the valid ones):
     MpcOptions' defaults, then the robot's `controller_defaults["mpc"]` (its tuning), then `options`."""
-    valid = {f.name for f in fields(MpcOptions)}
-    defaults = dict(model.controller_defaults.get("mpc", {}))
-    for given, source in ((defaults, f"{model.name}'s controller_defaults['mpc']"), (options, "scenario")):
-        bad = set(given) - valid
-        if bad:
-            raise ValueError(f"unknown mpc options {sorted(bad)} ({source}); valid: {sorted(valid)}")
-    return replace(MpcOptions(), **{**defaults, **options})
+    return replace(MpcOptions(), **robot_options(model, "mpc", MpcOptions, options))
 
 
 def make_mpc(model: RobotModel, **options) -> ContactMpc:
