@@ -9,7 +9,11 @@ unfit field, the scenario that needs it and the fix:
   joint poses, docs/ROBOTS3D.md), with one angle per actuated joint;
 - the MPC on a floating-base robot (mpc.centroidal): a C identifier for a name (its generated
   code is named after it), feet, three joints moving each foot alone, and feet left-right
-  symmetric at q0 (the checks the controller itself makes when it starts).
+  symmetric at q0 (the checks the controller itself makes when it starts);
+- the MPC's options (the robot's controller_defaults["mpc"] under the scenario's
+  [controller_options]) are valid, and its first stage is the control period: the tick executes
+  that stage and the warm start moves the plan by it, so a scenario ticking at 50 Hz with a
+  10 ms first stage would plan on a clock that runs at half speed.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ def check_robot_for(scenario) -> None:
         _check_pose(model, robot, name, scenario.start_pose)
     if scenario.controller == "mpc" and model.floating_base:
         _check_mpc3d(model, robot, name)
+    if scenario.controller == "mpc":
+        _check_mpc_period(model, scenario)
 
 
 def _check_pose(model, robot: str, name: str, pose: str) -> None:
@@ -59,3 +65,20 @@ def _check_mpc3d(model, robot: str, name: str) -> None:
         leg_joints(model)
     except ValueError as err:
         raise ValueError(f"robot {robot!r} cannot run {name}'s 3D MPC: {err} ({DOC}, what the 3D MPC needs)") from None
+
+
+def _check_mpc_period(model, scenario) -> None:
+    if model.floating_base:
+        from mpc.centroidal.controller import mpc3d_options
+
+        first, field = mpc3d_options(model, **scenario.controller_options).dt, "stage_dts[0]"
+    else:
+        from mpc.wholebody.controller import mpc_options
+
+        first, field = mpc_options(model, **scenario.controller_options).dt, "dt"
+    period = 1.0 / scenario.control_rate_hz
+    if abs(first - period) > 1e-9 * period:
+        raise ValueError(f"scenario {scenario.name!r}: the MPC's first stage ({field} = {first:g} s) must be the "
+                         f"control period (1 / control_rate_hz = {period:g} s): it is the stage each tick executes; "
+                         f"set control_rate_hz = {1.0 / first:g} or the MPC's {field} = {period:g} "
+                         f"([controller_options])")

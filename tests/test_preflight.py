@@ -87,3 +87,23 @@ def test_the_shipped_quadrupeds_pass():
     for robot in ("go2", "anymal_c"):
         for scenario in ("go1-stand", "go1-balance"):
             load_scenario(scenario).with_overrides(robot=robot).validate()
+
+
+@pytest.mark.parametrize("scenario, overrides, match", [
+    ("go1", {"control_rate_hz": 50.0}, r"first stage \(stage_dts\[0\] = 0.01 s\) must be the control period "
+                                       r"\(1 / control_rate_hz = 0.02 s\)"),
+    ("hopper", {"control_rate_hz": 50.0}, r"first stage \(dt = 0.01 s\) must be the control period"),
+    ("go1", {"controller_options": {"vx": 0.5, "stage_dts": [0.01, -0.02]}}, r"stage_dts must be"),
+    ("go1", {"controller_options": {"n_stages": 20}}, r"unknown mpc options \['n_stages'\]"),
+])
+def test_the_mpc_options_and_period_are_checked_up_front(scenario, overrides, match):
+    """The MPC's options are resolved when the scenario is validated (a bad value fails there, not
+    in the controller's child), and its first stage must be the control period."""
+    with pytest.raises(ValueError, match=match):
+        load_scenario(scenario).with_overrides(**overrides).validate()
+
+
+@pytest.mark.parametrize("scenario, first_stage", [("go1", {"stage_dts": [0.02] * 10}), ("hopper", {"dt": 0.02})])
+def test_a_slower_control_rate_with_a_matching_first_stage_passes(scenario, first_stage):
+    sc = load_scenario(scenario)
+    sc.with_overrides(control_rate_hz=50.0, controller_options={**sc.controller_options, **first_stage}).validate()
