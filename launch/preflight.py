@@ -34,6 +34,10 @@ def check_robot_for(scenario) -> None:
         _check_mpc3d(model, robot, name)
     if scenario.controller == "mpc":
         _check_mpc_period(model, scenario)
+    if scenario.controller == "pd":
+        from mpc.controllers import pd_options
+
+        pd_options(model, **scenario.controller_options)
 
 
 def _check_pose(model, robot: str, name: str, pose: str) -> None:
@@ -77,8 +81,9 @@ def _check_mpc_period(model, scenario) -> None:
 
         first, field = mpc_options(model, **scenario.controller_options).dt, "dt"
     period = 1.0 / scenario.control_rate_hz
-    if abs(first - period) > 1e-9 * period:
-        raise ValueError(f"scenario {scenario.name!r}: the MPC's first stage ({field} = {first:g} s) must be the "
-                         f"control period (1 / control_rate_hz = {period:g} s): it is the stage each tick executes; "
-                         f"set control_rate_hz = {1.0 / first:g} or the MPC's {field} = {period:g} "
-                         f"([controller_options])")
+    if abs(first - period) > 1e-6 * period:
+        also = " (and no later stage shorter)" if model.floating_base else ""
+        raise ValueError(f"scenario {scenario.name!r}: the MPC's first stage ({field} = {first:.10g} s) must be the "
+                         f"control period (1 / control_rate_hz = {period:.10g} s): it is the stage each tick "
+                         f"executes; set control_rate_hz = {1.0 / first:.10g} or the MPC's {field} = "
+                         f"{period:.10g}{also} ([controller_options])")

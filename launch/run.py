@@ -233,9 +233,10 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "complementarity_p99": float(np.nanpercentile(comp, 99)) if comp is not None and comp.size else None,
         "complementarity_worst": worst_complementarity(ctrl, model),
         # the 3D MPC's own word on its plans (mpc.centroidal.controller.PlanCheck): ticks whose
-        # first stage failed the physics check (and was corrected), ticks whose QP stopped at its
-        # iteration cap, and how far it plans ahead
+        # first stage failed the physics check (and was corrected), restarts after 3 such ticks in a
+        # row, ticks whose QP stopped at its iteration cap, and how far it plans ahead
         "plan_inconsistent_ticks": _column_sum(ctrl, "plan_inconsistent"),
+        "plan_restarts": _column_sum(ctrl, "plan_restart"),
         "qp_capped_ticks": _column_sum(ctrl, "qp_capped"),
         "horizon_s": _column_first(ctrl, "horizon_s"),
         "push_ns": scenario.push_ns,

@@ -356,8 +356,14 @@ def run_failure(summary: dict) -> str:
 
 def outcome_line(summary: dict) -> str:
     """One line for the console: fell, misses (with what they count in this run's mode) and
-    rejected messages of a run's summary.json."""
+    rejected messages of a run's summary.json; for the 3D MPC a second line with its plan check
+    (ticks corrected, restarts, QP at its cap) and horizon."""
     what = ("commands late at the plant" if summary.get("mode") == "realtime"
             else "controller ticks over the deadline, lockstep")
     rejected = summary.get("rejected") or 0
-    return f"fell: {summary['fell']}   misses: {summary['misses']} ({what})   rejected messages: {rejected}"
+    line = f"fell: {summary['fell']}   misses: {summary['misses']} ({what})   rejected messages: {rejected}"
+    if summary.get("plan_inconsistent_ticks") is not None:  # the 3D MPC's own word on its plans
+        line += (f"\nplan check: {summary['plan_inconsistent_ticks']} of {summary['ticks']} ticks corrected, "
+                 f"{summary.get('plan_restarts') or 0} restarts, QP at its iteration cap on "
+                 f"{summary.get('qp_capped_ticks') or 0}   horizon {summary.get('horizon_s')} s")
+    return line

@@ -74,9 +74,9 @@ def robot_options(model, controller: str, option_class, options: dict, *, label:
     valid = {f.name for f in fields(option_class)}
     defaults = dict(model.controller_defaults.get(controller, {})) if model is not None else {}
     name = getattr(model, "name", "")
-    for given, source in ((defaults, f"{name}'s controller_defaults['{controller}']"), (options, "scenario")):
+    for given, source in ((defaults, f"{name}'s controller_defaults['{controller}']"), (options, "the scenario")):
         bad = set(given) - valid
         if bad:
-            raise ValueError(f"unknown {controller} options {sorted(bad)}{label} (from the {source}); "
+            raise ValueError(f"unknown {controller} options {sorted(bad)}{label} (from {source}); "
                              f"valid: {sorted(valid)}")
     return {**defaults, **options}

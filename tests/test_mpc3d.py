@@ -206,6 +206,40 @@ def test_rti_iterates_reach_ipopt_cost(ocp, trot, tmp_path):
     assert np.max(ocp.normal_forces(sol.u)) > 0.3 * ocp.weight  # the instance has loaded feet
 
 
+@pytest.mark.parametrize("options, match", [
+    ({"lift_price": 0}, r"lift_price must be a finite number > 0"),
+    ({"first_stage_price": -1}, r"first_stage_price must be"),
+    ({"kp": 0}, r"kp must be a finite number > 0"),
+    ({"z_l1": -1}, r"z_l1 must be"),
+    ({"sigma": "x"}, r"sigma must be a finite number"),
+    ({"hpipm_mode": "FOO"}, r"hpipm_mode must be one of"),
+    ({"cond_n": -3}, r"cond_n .* must be none or an integer in \[1, 15\]"),
+    ({"qp_iter_max": True}, r"qp_iter_max must be an integer"),
+    ({"stand": "yes"}, r"stand must be true or false"),
+    ({"stage_dts": (0.02, 0.01, 0.05)}, r"no stage may be shorter than the first"),
+    ({"stage_dts": (0.01,) * 1000}, r"stage_dts must be 2 to 100 .*\.\.\.$"),
+    ({"dt": 0.01}, r"mpc option 'dt' is replaced by stage_dts"),
+])
+def test_every_option_is_checked_with_its_name(go1, options, match):
+    """Each bad value fails when the options are resolved (before a solver or process exists), in
+    one line naming the field."""
+    from mpc.centroidal.controller import mpc3d_options
+
+    with pytest.raises(ValueError, match=match):
+        mpc3d_options(go1, **options)
+
+
+def test_a_bad_robot_default_names_the_robot(go1):
+    from dataclasses import replace
+
+    from mpc.centroidal.controller import mpc3d_options
+
+    bad = replace(go1, controller_defaults={"mpc": {"kp": -5.0}})
+    with pytest.raises(ValueError, match=r"kp must be .* \(from go1's controller_defaults\['mpc'\]\)"):
+        mpc3d_options(bad)
+    assert mpc3d_options(bad, kp=50.0).kp == 50.0  # the scenario's value replaces it
+
+
 def test_options_are_checked(go1):
     with pytest.raises(ValueError, match="unknown mpc options"):
         make_mpc3d(go1, apex_height=0.4)
@@ -319,11 +353,16 @@ def test_plan_check_corrects_the_stage_it_sends():
     heights = [0.0, 0.015, 0.0, 0.03]
     assert check.failures(pairs, heights) == [(0, "lift"), (1, "air"), (2, "slip")]
     u = np.ones(lay.nu)
-    check.correct(u, check.failures(pairs, heights), lay)
+    x_now = np.arange(lay.nx, dtype=float)
+    x1, x2 = np.full(lay.nx, -1.0), np.full(lay.nx, -2.0)
+    check.correct(u, check.failures(pairs, heights), lay, x_now, (x1, x2))
     assert np.all(u[lay.edges(1)] == 0) and np.all(u[lay.foot_velocity(1)] == 1)  # swings on, no force
-    for i in (0, 2):  # held still, still pushing
+    assert np.all(x1[lay.foot(1)] == -1) and np.all(x2[lay.foot(1)] == -2)  # ... to its planned point
+    for i in (0, 2):  # held still where it is (the joints are sent there), still pushing
         assert np.all(u[lay.foot_velocity(i)] == 0) and np.all(u[lay.edges(i)] == 1)
+        assert np.all(x1[lay.foot(i)] == x_now[lay.foot(i)]) and np.all(x2[lay.foot(i)] == x_now[lay.foot(i)])
     assert np.all(u[lay.edges(3)] == 1) and np.all(u[lay.foot_velocity(3)] == 1)
+    assert np.all(x1[lay.foot(3)] == -1) and np.all(x1[:12] == -1)  # the body and sound feet as planned
     assert check.failures([0.0] * 4 + [0.01] * 4 + [0.25] * 8, [0.0] * 4) == []
 
 

@@ -235,5 +235,5 @@ def test_a_robots_mpc_tuning_is_its_data_and_the_scenario_overrides_it():
         mpc_options(hopper, guess_pose={"ankle": 0.1}).task.validate(hopper)
     base = Body("base", None, (0.0, 0.0), (Joint("x", "slide_x"), Joint("z", "slide_z")), 3.0)
     odd = build_planar_robot(PlanarTree("odd", (base,), controller_defaults={"mpc": {"horizon": 3}}))
-    with pytest.raises(ValueError, match=r"unknown mpc options \['horizon'\] \(from the odd's controller_defaults"):
+    with pytest.raises(ValueError, match=r"unknown mpc options \['horizon'\] \(from odd's controller_defaults"):
         mpc_options(odd)

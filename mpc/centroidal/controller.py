@@ -41,6 +41,17 @@ RESTART_AFTER_INCONSISTENT = 3
 # the default horizon: 5 stages of 10 ms (the tick executes the first), 6 of 25 ms, 4 of 50 ms: 0.4 s
 # in 15 stages, the QP of a 0.15 s uniform horizon (docs/MPC.md, "Horizon")
 DEFAULT_STAGE_DTS = (0.01,) * 5 + (0.025,) * 6 + (0.05,) * 4
+HPIPM_MODES = ("SPEED_ABS", "SPEED", "BALANCE", "ROBUST")
+REPLACED_OPTIONS = {"n_stages": "stage_dts (one length per stage, s)",
+                    "dt": "stage_dts (its first entry is the control period, s)"}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,7 @@ class Mpc3dOptions:
     p99 0.5; 1e4 sagged the turning base to 0.17 m; 3e3 keeps both: docs/MPC.md).
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints;
     None: derived from the robot (`tuning.derived_gains`; kd per joint, `tuning.joint_damping`).
-    deadline_s: per-tick compute budget (s).
+    deadline_s: per-tick compute budget (s); None: 0.9 of the control period, the plant's.
     """
 
     vx: float = 0.0
@@ -78,28 +89,46 @@ class Mpc3dOptions:
     first_stage_price: float = 1.0
     kp: float | None = None
     kd: float | None = None
-    deadline_s: float = 0.009
+    deadline_s: float | None = None
 
     def validate(self) -> "Mpc3dOptions":
         """Raise ValueError naming the bad field and the fix; return self."""
+        if not isinstance(self.stand, bool):
+            raise ValueError(f"mpc stand must be true or false, got {self.stand!r}")
         self.task.validate()
-        for name in ("kp", "kd", "ramp_s", "terminal_factor"):
+        rules = (("kp", 0.0, False, True), ("kd", 0.0, True, True), ("ramp_s", 0.0, True, False),
+                 ("terminal_factor", 0.0, True, False), ("sigma", 0.0, False, False), ("z_l1", 0.0, False, False),
+                 ("z_l2", 0.0, False, False), ("lift_price", 0.0, False, False),
+                 ("first_stage_price", 0.0, False, False), ("deadline_s", 0.0, False, True))
+        for name, low, closed, may_be_none in rules:
             value = getattr(self, name)
-            if value is None and name in ("kp", "kd"):
+            if value is None and may_be_none:
                 continue
-            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
-                raise ValueError(f"mpc {name} must be a finite number >= 0, got {value!r}")
-        if not (isinstance(self.qp_iter_max, int) and self.qp_iter_max >= 1):
-            raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
-        if not self.deadline_s > 0:
-            raise ValueError(f"mpc deadline_s must be > 0 s, got {self.deadline_s}")
+            if not (_is_number(value) and np.isfinite(value) and (value >= low if closed else value > low)):
+                raise ValueError(f"mpc {name} must be a finite number {'>=' if closed else '>'} {low:g}, got {value!r}")
+        if not (_is_int(self.qp_iter_max) and 1 <= self.qp_iter_max <= 500):
+            raise ValueError(f"mpc qp_iter_max must be an integer in [1, 500], got {self.qp_iter_max!r}")
+        if self.hpipm_mode not in HPIPM_MODES:
+            raise ValueError(f"mpc hpipm_mode must be one of {', '.join(HPIPM_MODES)}, got {self.hpipm_mode!r}")
         dts = self.stage_dts
         if not (isinstance(dts, (tuple, list)) and 2 <= len(dts) <= 100
-                and all(isinstance(d, (int, float)) and np.isfinite(d) and 0.001 <= d <= 0.2 for d in dts)):
+                and all(_is_number(d) and np.isfinite(d) and 0.001 <= d <= 0.2 for d in dts)):
+            shown = repr(dts) if len(repr(dts)) <= 120 else repr(dts)[:117] + "..."
             raise ValueError(f"mpc stage_dts must be 2 to 100 stage lengths in [0.001, 0.2] s (the first is the "
-                             f"control period), got {dts!r}")
+                             f"control period), got {shown}")
+        if min(dts) < dts[0]:
+            raise ValueError(f"mpc stage_dts: no stage may be shorter than the first (the control period, "
+                             f"{dts[0]:g} s), got {min(dts):g} s")
+        if self.cond_n is not None and not (_is_int(self.cond_n) and 1 <= self.cond_n <= len(dts)):
+            raise ValueError(f"mpc cond_n (partial condensing horizon) must be none or an integer in "
+                             f"[1, {len(dts)}], got {self.cond_n!r}")
         self.ocp.validate()
         return self
+
+    @property
+    def deadline(self) -> float:
+        """The per-tick compute budget, s: deadline_s, or 0.9 of the control period (the plant's)."""
+        return float(self.deadline_s) if self.deadline_s is not None else 0.9 * self.dt
 
     @property
     def dt(self) -> float:
@@ -299,16 +328,18 @@ class CentroidalMpc:
         else:
             xs, us = self._plan_x[k:], self._plan_u[k:]
         u0 = us[0].copy()
+        x1, x2 = xs[1, :nx], xs[2, :nx]
         pairs = self._pairs.values(x, u0)
         comp = self._pairs.worst_of(pairs)
         bad = self.check.failures(pairs, x[14::3])  # feet heights now: z of each foot point
         self._inconsistent_run = self._inconsistent_run + 1 if bad else 0
         if bad:
-            self.check.correct(u0, bad, self.problem.layout)
+            x1, x2 = x1.copy(), x2.copy()
+            self.check.correct(u0, bad, self.problem.layout, x, (x1, x2))
         buf = self._in_cmd
         buf[:nq], buf[nq:nq + nv] = q, v
         o = nq + nv
-        buf[o:o + nx], buf[o + nx:o + 2 * nx], buf[o + 2 * nx:] = xs[1, :nx], xs[2, :nx], u0
+        buf[o:o + nx], buf[o + nx:o + 2 * nx], buf[o + 2 * nx:] = x1, x2, u0
         out = self._command.call_flat(buf, self._out_cmd)
         nu = self.model.nu
         tau_cmd = np.clip(out[2 * nu:], -self.model.u_max, self.model.u_max)
@@ -317,8 +348,8 @@ class CentroidalMpc:
         self._executed = (x, u0)
         self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
                       "qp_capped": int(stats["qp_iter"] >= self.options.qp_iter_max),
-                      "deadline_s": self.options.deadline_s, "slack_s": self.options.deadline_s - elapsed,
-                      "missed": int(status not in (0, 2) or elapsed > self.options.deadline_s),
+                      "deadline_s": self.options.deadline, "slack_s": self.options.deadline - elapsed,
+                      "missed": int(status not in (0, 2) or elapsed > self.options.deadline),
                       "gait_clock_s": tau, "horizon_s": self.options.horizon_s,
                       "plan_inconsistent": int(bool(bad)), **comp}
         return cmd, {"feedback": t1 - t0, "fb_tot": stats["time_tot"], "fb_qp": stats["time_qp"],
@@ -339,6 +370,7 @@ class CentroidalMpc:
                 self.restarts += 1
             self.rti.solver.reset()
             self._guess(x, self._info["gait_clock_s"] + self.options.dt)
+        self._info["plan_restart"] = int(restart)
         self.rti.prepare()
         stats = self.rti.take_stats()
         return {"prepare": time.perf_counter() - t0, "prep_time_tot": stats["time_tot"],
@@ -347,8 +379,9 @@ class CentroidalMpc:
     def tick_info(self) -> dict:
         """Non-time per-tick record: solver status, iterations (qp_capped: the QP stopped at its
         iteration cap), deadline, slack, missed, horizon (s), the plan check (plan_inconsistent:
-        the first stage failed `PlanCheck` and was corrected) and the first stage's largest
-        complementarity product as planned (before any correction)."""
+        the first stage failed `PlanCheck` and was corrected; plan_restart: the plan was dropped
+        after this tick, `prepare`) and the first stage's largest complementarity product as
+        planned (before any correction)."""
         return dict(self._info)
 
     def predicted_q(self) -> None:
@@ -393,22 +426,36 @@ class PlanCheck:
                     out.append((i, "slip"))
         return out
 
-    def correct(self, u: np.ndarray, failures: list, layout) -> None:
-        """Correct the control u in place (class docstring)."""
+    def correct(self, u: np.ndarray, failures: list, layout, x_now: np.ndarray, targets: tuple) -> None:
+        """Correct in place the control u and the planned states the joints are sent to
+        (`targets`: stages 1 and 2) (class docstring): a foot held still gets its measured point
+        (x_now) as its target in both stages, and no velocity."""
         for i, kind in failures:
             if kind == "air":
                 u[layout.edges(i)] = 0.0
             else:
                 u[layout.foot_velocity(i)] = 0.0
+                for target in targets:
+                    target[layout.foot(i)] = x_now[layout.foot(i)]
 
 
 def mpc3d_options(model: RobotModel | None = None, **options) -> Mpc3dOptions:
     """Mpc3dOptions from scenario options over the robot's `controller_defaults["mpc"]` (its
     data) over the defaults, validated (unknown keys raise ValueError listing the valid ones).
     kp and kd not given anywhere stay None: the controller derives them from the robot."""
+    for old_name, new_name in REPLACED_OPTIONS.items():
+        if old_name in options:
+            raise ValueError(f"mpc option {old_name!r} is replaced by {new_name} for a 3D robot, e.g. "
+                             f"stage_dts = [0.01, 0.01, 0.01, 0.01, 0.01, 0.025, 0.025, 0.05, 0.05] (docs/MPC.md)")
     merged = robot_options(model, "mpc", Mpc3dOptions, options, label=" for a 3D robot")
     if isinstance(merged.get("stage_dts"), list):
         merged["stage_dts"] = tuple(merged["stage_dts"])
+    robot_part = {k: v for k, v in merged.items() if k not in options}
+    if robot_part:
+        try:
+            replace(Mpc3dOptions(), **robot_part).validate()
+        except ValueError as err:
+            raise ValueError(f"{err} (from {model.name}'s controller_defaults['mpc'])") from None
     return replace(Mpc3dOptions(), **merged).validate()
 
 
