@@ -7,13 +7,22 @@ STAMP  := $(VENV)/.installed
 # comma-deps-acados overwrites casadi/ with a slim build without IPOPT; this is put back after it.
 CASADI_VERSION := 3.8.2
 
-.PHONY: demo test venv clean chromium
+.PHONY: demo test venv clean chromium sysdeps
 
-demo: $(STAMP)
+demo: $(STAMP) sysdeps
 	$(PY) -m launch demo
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium sysdeps
 	$(PY) -m pytest -q
+
+# Debian packages the project builds or renders with, installed once as root: libzmq3-dev (the C
+# client library, bridge/c/) and libosmesa6 (MuJoCo's offscreen renderer for 3D animations).
+SYSDEPS := libzmq3-dev libosmesa6
+sysdeps:
+	@missing=$$(for p in $(SYSDEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	test -z "$$missing" || { echo "[setup] installing Debian packages: $$missing"; \
+	  apt-get install -y -q $$missing >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; } \
+	  || { echo "needed: apt-get install $$missing (as root)"; exit 1; }; }
 
 # tests/test_view.py drives a real headless browser: Debian's Chromium (playwright cannot
 # download its own here). Installed once, as root, from the machine's package registry.
