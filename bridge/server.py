@@ -290,7 +290,7 @@ class PlantServer:
         if msg.type == P.HELLO:
             hello = msg.json()
             if hello["protocol"] != P.VERSION:
-                raise P.ProtocolError("version", f"HELLO speaks protocol {hello['protocol']}, plant {P.VERSION}")
+                raise P.ProtocolError("version", _hello_version_detail(hello["protocol"]))
             if hello.get("robot", self.model.name) != self.model.name:
                 raise P.ProtocolError("robot", f"controller is for robot {hello['robot'][:60]!r}, "
                                                f"this plant simulates {self.model.name!r}")
@@ -516,6 +516,19 @@ class PlantServer:
                                                                "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
                 "options": {**asdict(self.options), "deadline_s": self._deadline(), "safe_kp": self.safe_kp}}
+
+
+def _hello_version_detail(asked: int) -> str:
+    """The detail of ERROR `version` for a HELLO whose `protocol` is not ours: which version this
+    plant speaks, and what the controller must change."""
+    asked_text = str(asked) if abs(asked) < 10**9 else f"{str(asked)[:9]}..."
+    head = f"HELLO asks for protocol {asked_text}; this plant speaks only protocol {P.VERSION}: "
+    if asked < P.VERSION:
+        return head + (f"update the controller to protocol {P.VERSION} (HELLO's \"protocol\" and the header's version "
+                       f"{P.VERSION}, and read STATE's fifth array, status: docs/PROTOCOL.md, 'Changes from "
+                       "version 1')")
+    return head + (f"send HELLO with \"protocol\": {P.VERSION} and version {P.VERSION} headers if the controller "
+                   f"still speaks it, or run a plant that speaks protocol {asked_text}")
 
 
 def _write_atomically(path: Path, text: str) -> None:

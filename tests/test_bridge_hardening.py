@@ -480,3 +480,16 @@ def test_the_document_and_the_code_name_the_same_reasons_and_every_one_is_exerci
     assert documented == set(P.REASONS)
     exercised = {reason for _, reason in STRANGER_CASES.values()} | {"sequence", "value", "internal"}
     assert exercised == set(P.REASONS)
+
+
+def test_a_hello_of_another_version_is_told_which_version_the_plant_speaks(live):
+    """Issue 43: the detail of ERROR `version` for HELLO protocol 1 gave no hint what to change."""
+    stranger = live.peer()
+    try:
+        for asked, advice in ((1, "update the controller to protocol 2"), (3, "run a plant that speaks protocol 3")):
+            errors = [m.json() for m in live.exchange(stranger, _hello(protocol=asked)) if m.type == P.ERROR]
+            assert [e["reason"] for e in errors] == ["version"]
+            assert f"HELLO asks for protocol {asked}; this plant speaks only protocol 2" in errors[0]["detail"]
+            assert advice in errors[0]["detail"]
+    finally:
+        stranger.close()
