@@ -335,6 +335,9 @@ class PlantServer:
                 self.live.bind(o.live)
             self._ready()
             return self._loop()
+        except Exception as exc:  # a failure of the plant itself: the BYE says so (not "run ended")
+            self.end_reason = f"plant failed: {exc.__class__.__name__}: {exc}"[:200]
+            raise
         finally:
             restore_handlers(old)
             if self.live is not None:

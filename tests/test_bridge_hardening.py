@@ -493,3 +493,66 @@ def test_a_hello_of_another_version_is_told_which_version_the_plant_speaks(live)
             assert advice in errors[0]["detail"]
     finally:
         stranger.close()
+
+
+class _SinksAtTick:
+    """A plant whose base reads 0.1 m high (below half the hopper's nominal 0.4 m) from its
+    `tick`-th step on: a robot that fell, as far as the logged states go."""
+
+    def __init__(self, plant, tick: int):
+        self.plant, self.model, self.tick, self.steps = plant, plant.model, tick, 0
+
+    def reset(self, q, v=None, t=0.0):
+        self.steps = 0
+        return self.plant.reset(q, v, t)
+
+    def step(self, command, dt):
+        state = self.plant.step(command, dt)
+        self.steps += 1
+        if self.steps > self.tick:
+            state.q = state.q.copy()
+            state.q[MODEL.q_names.index("z")] = 0.1
+        return state
+
+
+class _FailsAtTick(_SinksAtTick):
+    """A plant whose `tick`-th step raises (a bug of ours in a plant)."""
+
+    def step(self, command, dt):
+        self.steps += 1
+        if self.steps > self.tick:
+            raise RuntimeError("the plant broke")
+        return self.plant.step(command, dt)
+
+
+def test_a_plant_that_fails_says_so_in_its_bye(tmp_path):
+    """A plant that raises sends BYE `plant failed: ...` (it said `run ended`) and lets the error out."""
+    server = PlantServer(_FailsAtTick(make_plant("ess", MODEL), 3), ServerOptions(bind=f"ipc://{tmp_path}/p"))
+    errors: list[BaseException] = []
+    th = threading.Thread(target=lambda: _run_catching(server, errors), daemon=True)
+    th.start()
+    _wait_for(lambda: server.endpoint, 30)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(server.endpoint)
+    sock.send_multipart(_hello())
+    try:
+        while True:
+            assert sock.poll(20_000), "the plant went silent"
+            msg = P.decode(sock.recv_multipart(), DIMS)
+            if msg.type == P.BYE:
+                break
+            if msg.type == P.STATE:
+                sock.send_multipart(_command(seq=msg.seq))
+    finally:
+        sock.close()
+    th.join(10)
+    assert msg.json()["reason"] == "plant failed: RuntimeError: the plant broke"
+    assert [type(e) for e in errors] == [RuntimeError]
+
+
+def _run_catching(server: PlantServer, errors: list) -> None:
+    try:
+        server.run()
+    except BaseException as exc:  # noqa: BLE001 - the test asserts which
+        errors.append(exc)
