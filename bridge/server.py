@@ -403,7 +403,7 @@ class PlantServer:
         while not self.stop and (n_ticks is None or tick < n_ticks):
             if realtime:
                 _sleep_until(t_sched)
-            t_send = time.perf_counter()
+            t_send = t_state = time.perf_counter()  # t_state: when STATE(tick) last left (latency's start)
             jitter_us = (t_send - t_sched) * 1e6 if realtime else 0.0
             if self.client is not None:
                 self._send_state(tick)
@@ -422,10 +422,11 @@ class PlantServer:
                         command = msg
                     elif self.joined:  # a controller (re)connected during this tick: give it the state
                         self.joined = False
+                        t_state = time.perf_counter()  # its latency counts from here, not from its HELLO's wait
                         self._send_state(tick)
                 elif not realtime and self.client is None:
                     limit = time.perf_counter() + o.lockstep_timeout_s  # lockstep: wait for a controller
-            latency_us = (time.perf_counter() - t_send) * 1e6 if command is not None else float("nan")
+            latency_us = (time.perf_counter() - t_state) * 1e6 if command is not None else float("nan")
             if self.stop and command is None:
                 break
             if command is not None:
@@ -505,18 +506,22 @@ class PlantServer:
         _write_json_atomically(Path(self.options.log_dir) / "progress.json", info)
 
     def summary(self, ticks: int) -> dict:
-        """Counters and latency/jitter statistics of the run so far."""
+        """Counters and latency/jitter statistics of the run so far (docs/PROTOCOL.md, "The plant's
+        summary"). Tick 0's latency is the controller's first answer, which may carry one-time set-up
+        (a cold solver): it is reported apart, `startup_us`, and left out of `latency_us`."""
         rows = self.log.rows
-        lat = np.array([r[4] for r in rows], dtype=float)
+        lat = np.array([r[4] for r in rows if r[0] != 0], dtype=float)
         lat = lat[np.isfinite(lat)]
+        startup = [r[4] for r in rows if r[0] == 0 and math.isfinite(r[4])]
         jit = np.abs(np.array([r[3] for r in rows], dtype=float))
         pct = lambda a, p: float(np.percentile(a, p)) if a.size else None  # noqa: E731
         return {"ticks": ticks, "mode": self.options.mode, "control_rate_hz": self.options.control_rate_hz,
                 "deadline_ms": self._deadline() * 1e3, "misses": self.counts["misses"],
                 "held": self.counts["hold"], "damped": self.counts["damp"], "hellos": self.counts["hellos"],
                 "rejected": dict(self.rejects), "links": self._links_summary(), "internal_errors": self.counts["internal_errors"],
-                "end_reason": self.end_reason, "plant_violation": self.violation, "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99),
-                                                               "max": float(lat.max()) if lat.size else None},
+                "end_reason": self.end_reason, "plant_violation": self.violation,
+                "startup_us": float(startup[0]) if startup else None,
+                "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99), "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
                 "options": {**asdict(self.options), "deadline_s": self._deadline(), "safe_kp": self.safe_kp}}
 

@@ -556,3 +556,19 @@ def _run_catching(server: PlantServer, errors: list) -> None:
         server.run()
     except BaseException as exc:  # noqa: BLE001 - the test asserts which
         errors.append(exc)
+
+
+def test_lockstep_latency_leaves_out_the_wait_for_hello_and_reports_tick_0_apart(tmp_path):
+    """Issue 43: in lockstep, latency_us.max was the time the plant waited at tick 0 for the
+    controller to say HELLO. Now a tick's latency counts from the STATE its COMMAND answers, and
+    tick 0 (the controller's first answer) is `startup_us`, outside latency_us."""
+    plant = LivePlant(f"ipc://{tmp_path}/p", duration_s=0.1, lockstep_timeout_s=30.0)
+    time.sleep(1.0)  # the plant waits at tick 0 for a controller
+    th, out, _ = _controller_thread(plant.endpoint)
+    plant.thread.join(60)
+    th.join(10)
+    summary, rows = plant.summary, plant.server.log.rows
+    assert summary["ticks"] == 10 and summary["misses"] == 0
+    latencies = [row[4] for row in rows]
+    assert summary["startup_us"] == latencies[0] < 0.5e6  # not the 1 s before HELLO
+    assert summary["latency_us"]["max"] == max(latencies[1:])
