@@ -363,9 +363,11 @@ class PlantServer:
             print(f"ready {self.endpoint}", flush=True)
 
     def _links_summary(self) -> dict:
-        """Connection counters; `refused`: connections accepted that never completed a ZMTP/3
-        handshake (raw bytes, legacy ZMTP peers, CurveZMQ refusals: libzmq closes them)."""
-        out = {name: self.links[name] for name in ("accepted", "handshake_ok", "disconnected")}
+        """Connection counters, every one always present (0 if none); `refused`: connections
+        accepted that never completed a ZMTP/3 handshake (raw bytes, legacy ZMTP peers, CurveZMQ
+        refusals: libzmq closes them). libzmq raises a handshake_failed_* event for some of
+        these only (none for raw bytes that do not start like ZMTP/3): `refused` counts them all."""
+        out = {name: self.links[name] for name in LINK_EVENT_NAMES.values()}
         out.update({k: v for k, v in self.links.items() if k not in out})
         out["refused"] = max(0, self.links["accepted"] - self.links["handshake_ok"])
         return out
@@ -519,11 +521,26 @@ class PlantServer:
                 "deadline_ms": self._deadline() * 1e3, "misses": self.counts["misses"],
                 "held": self.counts["hold"], "damped": self.counts["damp"], "hellos": self.counts["hellos"],
                 "rejected": dict(self.rejects), "links": self._links_summary(), "internal_errors": self.counts["internal_errors"],
-                "end_reason": self.end_reason, "plant_violation": self.violation,
+                "end_reason": self.end_reason, "plant_violation": self.violation, "fell": self._fell(),
                 "startup_us": float(startup[0]) if startup else None,
                 "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99), "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
                 "options": {**asdict(self.options), "deadline_s": self._deadline(), "safe_kp": self.safe_kp}}
+
+    def _fell(self) -> bool:
+        """Whether the robot fell during the run, decided as a run's summary decides it
+        (launch.runfolder.trajectory_metrics, from the states after each tick): once the base has
+        been at least half its nominal height (CONFIG's q0), it dropped below that, or a floating
+        base tilted more than 60 degrees; False for a robot without a base height coordinate."""
+        from launch.runfolder import base_names, trajectory_metrics  # numpy only; launch imports bridge
+
+        traj, names = self.log.traj, list(self.model.q_names)
+        if not traj["q"]:
+            return False
+        z_name = base_names(names)[1]
+        q0_z = float(self.model.q0[names.index(z_name)]) if z_name in names else None
+        return bool(trajectory_metrics(np.asarray(traj["t"]), np.asarray(traj["q"]), np.asarray(traj["contact"]),
+                                       names, q0_z)["fell"])
 
 
 def _hello_version_detail(asked: int) -> str:

@@ -130,6 +130,7 @@ D0 = P.FIXED.size  # first descriptor's offset
 # case -> (frames, the reason docs/PROTOCOL.md names); sent by a peer that has not said HELLO
 STRANGER_CASES = {
     "empty header frame": ([b""], "truncated"),
+    "empty delimiter frame before a HELLO (REQ style)": ([b"", *_hello()], "truncated"),
     "short header": ([b"LMPC\x01\x00"], "truncated"),
     "magic": (_patched(_command(), 0, "<4s", b"XXXX"), "magic"),
     "header version 1": (_patched(_command(), 4, "<H", 1), "version"),
@@ -170,6 +171,7 @@ STRANGER_CASES = {
     "HELLO over 64 KiB": (_json(b"[" * 100_000 + b"]" * 100_000), "too_large"),
     "HELLO not UTF-8": (_json(b'{"protocol": 1, "robot": "\xff"}'), "json"),
     "HELLO not JSON": (_json(b"{protocol: 1}"), "json"),
+    "HELLO with a terminating NUL": (_json(b'{"protocol": 2}\x00'), "json"),
     "HELLO without protocol": (_json(b'{"name": "x"}'), "field"),
     "HELLO protocol true": (_json(b'{"protocol": true}'), "field"),
     "HELLO protocol 1.0": (_json(b'{"protocol": 1.0}'), "field"),
@@ -318,6 +320,10 @@ def test_raw_tcp_bytes_never_reach_the_decoder(tmp_path):
     th.join(10)
     assert summary["rejected"] == {}
     assert summary["links"]["refused"] >= 20 and summary["links"]["accepted"] >= 21
+    # the document names the counters the summary has, all of them, and raw bytes land in `refused`
+    # (libzmq raises handshake_failed_protocol for a few of them only)
+    assert set(summary["links"]) == _documented_summary_fields("links.")
+    assert summary["links"]["handshake_failed_protocol"] < summary["links"]["refused"]
 
 
 def test_valid_until_limits_the_hold(tmp_path):
@@ -475,11 +481,24 @@ def test_the_document_and_the_code_name_the_same_reasons_and_every_one_is_exerci
     import re
 
     doc = (Path(__file__).parent.parent / "docs" / "PROTOCOL.md").read_text()
-    table = doc.split("## Errors", 1)[1]
+    table = doc.split("## Errors", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `(\w+)` \|", table, flags=re.M))
     assert documented == set(P.REASONS)
     exercised = {reason for _, reason in STRANGER_CASES.values()} | {"sequence", "value", "internal"}
     assert exercised == set(P.REASONS)
+
+
+def _documented_summary_fields(prefix: str = "") -> set[str]:
+    """The fields docs/PROTOCOL.md's "The plant's summary" table names (`prefix`NAME rows, e.g.
+    "links."; without a prefix, the top-level fields)."""
+    import re
+
+    doc = (Path(__file__).parent.parent / "docs" / "PROTOCOL.md").read_text()
+    section = doc.split("## The plant's summary", 1)[1].split("\n## ", 1)[0]
+    names = re.findall(r"^\| `([\w.]+)` \|", section, flags=re.M)
+    if prefix:
+        return {n[len(prefix):] for n in names if n.startswith(prefix)}
+    return {n.split(".")[0] for n in names}
 
 
 def test_a_hello_of_another_version_is_told_which_version_the_plant_speaks(live):
@@ -513,6 +532,39 @@ class _SinksAtTick:
             state.q = state.q.copy()
             state.q[MODEL.q_names.index("z")] = 0.1
         return state
+
+
+def test_the_plant_summary_says_whether_the_robot_fell_as_the_run_summary_does(tmp_path):
+    from launch.runfolder import task_metrics
+
+    q0_z = MODEL.q0[MODEL.q_names.index("z")]
+    for sinks, fell in ((False, False), (True, True)):
+        log = tmp_path / f"log{int(sinks)}"
+        plant = make_plant("ess", MODEL)
+        server = PlantServer(_SinksAtTick(plant, 5) if sinks else plant,
+                             ServerOptions(bind=f"ipc://{tmp_path}/p{int(sinks)}", duration_s=0.1, log_dir=str(log)))
+        th, out, _ = _controller_thread(f"ipc://{tmp_path}/p{int(sinks)}")
+        summary = server.run()
+        th.join(10)
+        assert summary["fell"] is fell == task_metrics(log, q0_z)["fell"]
+        assert json.loads((log / "plant_summary.json").read_text())["fell"] is fell
+    assert _documented_summary_fields() == set(summary)  # every field of the summary is in the document
+
+
+def test_lockstep_latency_leaves_out_the_wait_for_hello_and_reports_tick_0_apart(tmp_path):
+    """Issue 43: in lockstep, latency_us.max was the time the plant waited at tick 0 for the
+    controller to say HELLO. Now a tick's latency counts from the STATE its COMMAND answers, and
+    tick 0 (the controller's first answer) is `startup_us`, outside latency_us."""
+    plant = LivePlant(f"ipc://{tmp_path}/p", duration_s=0.1, lockstep_timeout_s=30.0)
+    time.sleep(1.0)  # the plant waits at tick 0 for a controller
+    th, out, _ = _controller_thread(plant.endpoint)
+    plant.thread.join(60)
+    th.join(10)
+    summary, rows = plant.summary, plant.server.log.rows
+    assert summary["ticks"] == 10 and summary["misses"] == 0
+    latencies = [row[4] for row in rows]
+    assert summary["startup_us"] == latencies[0] < 0.5e6  # not the 1 s before HELLO
+    assert summary["latency_us"]["max"] == max(latencies[1:])
 
 
 class _FailsAtTick(_SinksAtTick):
@@ -556,19 +608,3 @@ def _run_catching(server: PlantServer, errors: list) -> None:
         server.run()
     except BaseException as exc:  # noqa: BLE001 - the test asserts which
         errors.append(exc)
-
-
-def test_lockstep_latency_leaves_out_the_wait_for_hello_and_reports_tick_0_apart(tmp_path):
-    """Issue 43: in lockstep, latency_us.max was the time the plant waited at tick 0 for the
-    controller to say HELLO. Now a tick's latency counts from the STATE its COMMAND answers, and
-    tick 0 (the controller's first answer) is `startup_us`, outside latency_us."""
-    plant = LivePlant(f"ipc://{tmp_path}/p", duration_s=0.1, lockstep_timeout_s=30.0)
-    time.sleep(1.0)  # the plant waits at tick 0 for a controller
-    th, out, _ = _controller_thread(plant.endpoint)
-    plant.thread.join(60)
-    th.join(10)
-    summary, rows = plant.summary, plant.server.log.rows
-    assert summary["ticks"] == 10 and summary["misses"] == 0
-    latencies = [row[4] for row in rows]
-    assert summary["startup_us"] == latencies[0] < 0.5e6  # not the 1 s before HELLO
-    assert summary["latency_us"]["max"] == max(latencies[1:])
