@@ -406,7 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ticks to hold the last command after a miss (default %(default)s)")
     p.add_argument("--safe-kp", type=float, default=None, metavar="KP",
                    help="stiffness (N m/rad) of the safe command that follows the held ones, holding the joints where "
-                        "they were (default: the robot's: controller_defaults['safe']['kp'], 40 for go1, 50 for go2, 200 for anymal_c, 0 = damping only for the planar robots)")
+                        "they were (default: the robot's controller_defaults['safe']['kp']: 40 for go1, 50 for go2, "
+                        "200 for anymal_c, 0 = damping only for the planar robots)")
     p.add_argument("--duration", type=float, default=None,
                    help="stop after this many simulated seconds (default: until Ctrl-C or SIGTERM)")
     p.add_argument("--log-dir", default=None, help="write the plant's run logs here (default: none)")
