@@ -2,7 +2,14 @@
 
     python -m launch animate RUN_DIR [--slowmo F] [--fps N]
 
-Rendered after the loop, never inside it. The drawing comes from the robot's own definition:
+Rendered after the loop, never inside it, and the time it took is printed
+("animation.mp4: 120 frames in 9.8 s (...)"). A 3D (floating-base) robot is rendered in 3D by
+MuJoCo's offscreen renderer with its URDF's meshes, a camera following its base, contact
+forces as arrows and a text overlay (launch/render3d.py; 640x480 by default); when no headless
+GL context can be made it falls back, with a warning, to the stick figure below
+(`style="stick"` asks for it).
+
+The stick figure (planar robots, always): the drawing comes from the robot's own definition:
 its MJCF (made from the same model) gives each body's capsules and spheres in the body frame,
 `numeric(model).body_poses(q)` places the bodies, and `contact_points(q)` the feet. Contact
 forces are arrows (1 mm per N, normal and tangential), the ground is the plane z = 0, ticks
@@ -10,13 +17,14 @@ whose command came late (plant_ticks.csv `missed`) turn the time stamp red, and 
 of that tick (controller_horizon.npz, written by the controller client) is drawn as faded
 ghosts at a third, two thirds and the end of its horizon; the holes of a tracked plan
 (hopper-holes) are white pits in the ground. The geometry is launch/drawing.py's;
-a 3D robot is drawn from the side (world x-z): its skeleton, a line from each joint frame to
-its parent's (the MJCF's body tree), and its foot spheres; no meshes. Frames are matplotlib
-(Agg) images piped to the ffmpeg that the `imageio-ffmpeg` wheel carries, H.264, real time at
-`fps` (default 30) divided by `slowmo`.
+a 3D robot's stick figure is drawn from the side (world x-z): its skeleton, a line from each
+joint frame to its parent's (the MJCF's body tree), and its foot spheres. Frames are matplotlib
+(Agg) images (1280x720 by default) piped to the ffmpeg that the `imageio-ffmpeg` wheel carries,
+H.264, real time at `fps` (default 30) divided by `slowmo`.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +47,40 @@ def _place(drawn, lines: list, circles: list | None = None) -> None:
             circle.center = (centre[0], centre[2])
 
 
+def frame_indices(t: np.ndarray, fps: int, slowmo: float) -> np.ndarray:
+    """The logged tick shown in each video frame: real time at `fps` divided by `slowmo` (F video
+    s per simulated s); a ValueError for bad numbers or more than MAX_FRAMES frames."""
+    if not (fps > 0 and slowmo > 0):
+        raise ValueError(f"fps and slowmo must be > 0, got {fps}, {slowmo}")
+    if len(t) == 0:
+        raise ValueError("the trajectory is empty")
+    n_frames = int((t[-1] - t[0]) * fps * slowmo) + 1
+    if n_frames > MAX_FRAMES:
+        raise ValueError(f"{n_frames} frames ({t[-1] - t[0]:.3g} s at {fps} fps, slowmo {slowmo:g}) is more than "
+                         f"{MAX_FRAMES} (20 min of video): lower --slowmo or --fps")
+    frame_times = np.arange(t[0], t[-1] + 1e-12, 1.0 / (fps * slowmo))
+    return np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
+
+
+def late_ticks(folder: Path, n: int, window: int = 10) -> np.ndarray:
+    """(n,) bool per tick: a command of this or the `window` ticks before it came late
+    (plant_ticks.csv `missed`; all False without the file)."""
+    path = Path(folder) / "plant_ticks.csv"
+    missed = np.zeros(n)
+    logged = np.nan_to_num(read_csv(path).get("missed", np.zeros(0)))[:n] if path.exists() else np.zeros(0)
+    missed[:len(logged)] = logged
+    return np.convolve(missed != 0, np.ones(window + 1))[:n] > 0
+
+
+def read_horizon(folder: Path, nq: int) -> np.ndarray | None:
+    """The MPC's predicted q per tick (ticks, stages, nq) from controller_horizon.npz, or None."""
+    path = Path(folder) / "controller_horizon.npz"
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        return data["q"] if data["q"].ndim == 3 and data["q"].shape[2] == nq else None
+
+
 def run_holes(scenario: dict) -> list[tuple[float, float, float]]:
     """(centre x, semi-axis x, semi-axis z) in m of the holes of the plan a run tracked
     (controller_options.plan, as the run resolved it); none without a plan or when its file is
@@ -52,9 +94,27 @@ def run_holes(scenario: dict) -> list[tuple[float, float, float]]:
     return [] if terrain is None else [(c, terrain.semi_x, terrain.semi_z) for c in terrain.centers]
 
 
-def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] = (1280, 720),
-           progress: bool = True) -> dict:
-    """Write folder/animation.mp4; returns {"path", "frames", "seconds", "render_s"}."""
+def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int, int] | None = None,
+           progress: bool = True, style: str = "auto") -> dict:
+    """Write folder/animation.mp4; returns {"path", "frames", "seconds", "render_s", "renderer"}.
+    style "auto": a 3D robot in 3D (launch/render3d.py, size default 640x480), a planar one as a
+    stick figure (1280x720); "stick": the stick figure for any robot."""
+    if style not in ("auto", "stick"):
+        raise ValueError(f"style must be 'auto' or 'stick', got {style!r}")
+    if style == "auto":
+        _, model, _ = run_robot(folder)
+        if model.floating_base:
+            from .render3d import SIZE, OffscreenGLError, render3d
+
+            try:
+                return render3d(folder, fps=fps, slowmo=slowmo, size=size or SIZE, progress=progress)
+            except OffscreenGLError as exc:
+                print(f"warning: {exc}; animation.mp4 is the stick figure instead", file=sys.stderr)
+    return _render_stick(folder, fps=fps, slowmo=slowmo, size=size or (1280, 720), progress=progress)
+
+
+def _render_stick(folder: Path, *, fps: int, slowmo: float, size: tuple[int, int], progress: bool) -> dict:
+    """The stick-figure animation.mp4 (matplotlib; module docstring)."""
     import imageio_ffmpeg
     import matplotlib
 
@@ -63,31 +123,18 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
     from matplotlib.patches import Circle, Ellipse
 
     folder = Path(folder)
-    if not (fps > 0 and slowmo > 0):
-        raise ValueError(f"fps and slowmo must be > 0, got {fps}, {slowmo}")
     t_start = time.perf_counter()
     scenario, model, traj = run_robot(folder)
     t, q = traj["t"], traj["q"]
-    if len(t) == 0:
-        raise ValueError(f"{folder}: the trajectory is empty")
+    idx = frame_indices(t, fps, slowmo)
     if not model.body_names:
         raise ValueError(f"{model.name}: the model has no bodies to draw")
     force = traj.get("force", np.zeros((len(t), model.nc, 1 + model.n_tangent)))
-    missed = read_csv(folder / "plant_ticks.csv").get("missed", np.zeros(len(t))) if \
-        (folder / "plant_ticks.csv").exists() else np.zeros(len(t))
+    late_any = late_ticks(folder, len(t))
     drawing = RobotDrawing(model)
-    horizon = None  # the MPC's predicted q per tick (controller_horizon.npz), drawn as ghosts
-    if (folder / "controller_horizon.npz").exists():
-        with np.load(folder / "controller_horizon.npz") as data:
-            horizon = data["q"] if data["q"].ndim == 3 and data["q"].shape[2] == model.nq else None
+    horizon = read_horizon(folder, model.nq)  # the MPC's predicted q per tick, drawn as ghosts
     ghost_stages = [] if horizon is None else sorted({horizon.shape[1] // 3, 2 * horizon.shape[1] // 3,
                                                       horizon.shape[1] - 1})
-    n_frames = int((t[-1] - t[0]) * fps * slowmo) + 1  # slowmo F: F video s per sim s
-    if n_frames > MAX_FRAMES:
-        raise ValueError(f"{n_frames} frames ({t[-1] - t[0]:.3g} s at {fps} fps, slowmo {slowmo:g}) is more than "
-                         f"{MAX_FRAMES} (20 min of video): lower --slowmo or --fps")
-    frame_times = np.arange(t[0], t[-1] + 1e-12, 1.0 / (fps * slowmo))
-    idx = np.minimum(np.searchsorted(t, frame_times), len(t) - 1)
 
     # the camera follows the base; the view spans the robot's size
     first = drawing.at(q[0])
@@ -149,7 +196,7 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
             ax.set_ylim(-0.1 * extent, 0.9 * extent)
             fig.canvas.draw()
             background = fig.canvas.copy_from_bbox(fig.bbox)
-        late = bool(missed[max(0, i - 10): i + 1].any())  # a late command in the last 10 ticks
+        late = bool(late_any[i])  # a late command in the last 10 ticks
         stamp.set_text(f"t = {t[i]:6.3f} s" + ("   deadline missed" if late else ""))
         stamp.set_color("red" if late else "black")
         fig.canvas.restore_region(background)
@@ -161,5 +208,8 @@ def render(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[int,
             print(f"animation: frame {k + 1}/{len(idx)}", flush=True)
     writer.close()
     plt.close(fig)
-    return {"path": str(out), "frames": int(len(idx)), "seconds": float(len(idx) / fps),
-            "render_s": time.perf_counter() - t_start}
+    render_s = time.perf_counter() - t_start
+    if progress:
+        print(f"animation.mp4: {len(idx)} frames in {render_s:.1f} s (stick figure, matplotlib, {w}x{h})", flush=True)
+    return {"path": str(out), "frames": int(len(idx)), "seconds": float(len(idx) / fps), "render_s": render_s,
+            "renderer": "stick"}
