@@ -84,3 +84,74 @@ def test_the_holes_of_a_tracked_plan_are_drawn(synthetic_run):
     holed = _frames(render(synthetic_run, progress=False)["path"])[1][0]
     white = lambda f: int((f.min(axis=-1) > 245).sum())  # noqa: E731
     assert white(holed) > white(plain) + 500
+
+
+@pytest.fixture()
+def go1_run(tmp_path):
+    """A run folder of go1: 0.2 s at 100 Hz walking forward and bending its knees, 60 N on the
+    front-left and rear-right feet (a trot's stance pair)."""
+    import json
+
+    model = get_robot("go1")
+    t = np.arange(1, 21) * 0.01
+    q = np.tile(model.q0, (len(t), 1))
+    q[:, 0] = 0.5 * t
+    q[:, 9::3] += 0.3 * np.sin(2 * np.pi * 5 * t)[:, None]  # the calves
+    force = np.zeros((len(t), model.nc, 3))
+    force[:, [0, 3], 0] = 60.0
+    np.savez(tmp_path / "trajectory.npz", t=t, q=q, v=np.zeros((len(t), model.nv)), tau=np.zeros((len(t), model.nu)),
+             contact=force[:, :, 0] > 0, force=force, q_names=np.array(model.q_names),
+             u_names=np.array(model.u_names))
+    (tmp_path / "scenario.json").write_text(json.dumps({"name": "go1", "robot": "go1", "plant": "ess",
+                                                        "controller": "mpc"}))
+    return tmp_path
+
+
+def test_a_3d_robot_is_rendered_in_3d_with_its_meshes_and_force_arrows(go1_run):
+    """go1's animation.mp4 is MuJoCo's offscreen render (640x480, a frame per 1/30 s), not blank,
+    not the stick figure, and its force arrows are red pixels that a run without forces lacks."""
+    from launch.render3d import scene_model
+
+    assert scene_model(get_robot("go1"), (640, 480)).nmesh >= 13  # trunk, hips, thighs, calves...
+    out = render(go1_run, progress=False)
+    assert out["renderer"].startswith("mujoco-")
+    meta, frames = _frames(out["path"])
+    assert meta["size"] == (640, 480) and meta["fps"] == 30
+    assert out["frames"] == len(frames) == 6  # 0.01 .. 0.2 s at 30 fps
+    assert frames[0].std() > 20  # sky, checker floor, robot: not a blank picture
+    assert np.abs(frames[0].astype(int) - frames[5].astype(int)).mean() > 1  # the legs moved
+    stick = render(go1_run, progress=False, style="stick", size=(640, 480))
+    assert stick["renderer"] == "stick"
+    stick_frame = _frames(stick["path"])[1][0]
+    assert np.abs(frames[0].astype(int) - stick_frame.astype(int)).mean() > 30
+
+    red = lambda f: int(((f[..., 0] > 150) & (f[..., 1] < 70) & (f[..., 2] < 70)).sum())  # noqa: E731
+    traj = dict(np.load(go1_run / "trajectory.npz"))
+    traj["force"] = np.zeros_like(traj["force"])
+    np.savez(go1_run / "trajectory.npz", **traj)
+    unloaded = _frames(render(go1_run, progress=False)["path"])[1][0]
+    assert red(frames[0]) > red(unloaded) + 100
+
+
+def test_without_an_offscreen_gl_the_3d_robot_falls_back_to_the_stick_figure(go1_run, monkeypatch, capsys):
+    from launch import render3d
+
+    def no_gl(width, height):
+        raise render3d.OffscreenGLError("no offscreen OpenGL context with MUJOCO_GL=osmesa: test")
+
+    monkeypatch.setattr(render3d, "gl_context", no_gl)
+    out = render(go1_run, progress=False)
+    assert out["renderer"] == "stick" and _frames(out["path"])[0]["size"] == (1280, 720)
+    assert "stick figure instead" in capsys.readouterr().err
+
+
+def test_decimated_meshes_keep_their_shape():
+    """Vertex clustering: a fine sphere loses most of its triangles, its vertices stay on it."""
+    import trimesh
+
+    from launch.render3d import decimate
+
+    sphere = trimesh.creation.icosphere(subdivisions=5, radius=0.1)
+    vertices, faces = decimate(np.asarray(sphere.vertices), np.asarray(sphere.faces), 0.01)
+    assert len(faces) < 0.2 * len(sphere.faces) and faces.max() < len(vertices)
+    np.testing.assert_allclose(np.linalg.norm(vertices, axis=1), 0.1, atol=0.01)
