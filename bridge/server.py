@@ -529,10 +529,10 @@ class PlantServer:
 
     def _fell(self) -> bool:
         """Whether the robot fell during the run, decided as a run's summary decides it
-        (launch.runfolder.trajectory_metrics, from the states after each tick): once the base has
+        (sim.metrics.trajectory_metrics, from the states after each tick): once the base has
         been at least half its nominal height (CONFIG's q0), it dropped below that, or a floating
         base tilted more than 60 degrees; False for a robot without a base height coordinate."""
-        from launch.runfolder import base_names, trajectory_metrics  # numpy only; launch imports bridge
+        from sim.metrics import base_names, trajectory_metrics
 
         traj, names = self.log.traj, list(self.model.q_names)
         if not traj["q"]:

@@ -69,7 +69,9 @@ def _run(sc) -> dict:
 
     from .model_errors import plant_robot, with_model_errors
     from .run import task_targets
-    from .runfolder import base_names, percentiles, trajectory_metrics
+    from sim.metrics import base_names, trajectory_metrics
+
+    from .runfolder import percentiles
 
     if sc.mode != "lockstep":
         raise ValueError(f"scenario {sc.name!r}: episodes run lockstep, got mode {sc.mode!r}")

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfolder import base_names, holes_metrics, worst_complementarity, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
+from sim.metrics import base_names
+
+from .runfolder import holes_metrics, worst_complementarity, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
 from .scenario import Scenario
 
 

@@ -118,7 +118,7 @@ _GO1_PLANTS: dict = {}  # one compiled plant per name, reused across the example
 def _throw(plant, drop, rpy, v_lin, v_ang, kp, noise, seed):
     """Go1 thrown at the ground under a noisy stand PD for 1.5 s (or until a violation): the
     final state, the largest tilt (rad) and the lowest base height (m) before it."""
-    from launch.runfolder import tilt_angle
+    from sim.metrics import tilt_angle
     from mpc.controllers import stance_feedforward
 
     model = get_robot("go1")
@@ -169,7 +169,7 @@ def test_go1_landing_gently_stands(plant, drop, rpy, v_lin, v_ang, kp, noise, se
     """A gentle landing (tilt up to 0.15 rad, base speeds up to 0.3 m/s and 0.5 rad/s) under the
     noisy stand PD ends standing after 1.5 s: no violation, level within 0.1 rad, base within
     3 cm of the standing height."""
-    from launch.runfolder import tilt_angle
+    from sim.metrics import tilt_angle
 
     s, _, _ = _throw(plant, drop, rpy, v_lin, v_ang, kp, noise, seed)
     assert not s.violation, s.violation
