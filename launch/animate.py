@@ -2,8 +2,9 @@
 
     python -m launch animate RUN_DIR [--slowmo F] [--fps N]
 
-Rendered after the loop, never inside it, and the time it took is printed
-("animation.mp4: 120 frames in 9.8 s (...)"). A 3D (floating-base) robot is rendered in 3D by
+Rendered after the loop, never inside it; `render` returns the time it took and the renderer,
+which the CLI prints ("animation: RUN_DIR/animation.mp4 (120 frames, rendered in 6.6 s: MuJoCo,
+MUJOCO_GL=osmesa, 640x480)"). A 3D (floating-base) robot is rendered in 3D by
 MuJoCo's offscreen renderer with its URDF's meshes, a camera following its base, contact
 forces as arrows and a text overlay (launch/render3d.py; 640x480 by default); when no headless
 GL context can be made it falls back, with a warning, to the stick figure below
@@ -209,7 +210,5 @@ def _render_stick(folder: Path, *, fps: int, slowmo: float, size: tuple[int, int
     writer.close()
     plt.close(fig)
     render_s = time.perf_counter() - t_start
-    if progress:
-        print(f"animation.mp4: {len(idx)} frames in {render_s:.1f} s (stick figure, matplotlib, {w}x{h})", flush=True)
     return {"path": str(out), "frames": int(len(idx)), "seconds": float(len(idx) / fps), "render_s": render_s,
-            "renderer": "stick"}
+            "renderer": f"stick figure, matplotlib, {w}x{h}"}

@@ -194,7 +194,8 @@ def after_run(run_dir, *, animation: bool = True, slowmo: float = 1.0, quiet: bo
             continue
         written.append(name)
         if not quiet and name == "animation.mp4":
-            print(f"animation: {out['path']} ({out['frames']} frames, rendered in {out['render_s']:.1f} s)")
+            print(f"animation: {out['path']} ({out['frames']} frames, rendered in {out['render_s']:.1f} s: "
+                  f"{out['renderer']})")
     return written
 
 
@@ -213,7 +214,7 @@ def cmd_animate(args: argparse.Namespace) -> int:
 
     out = render(args.run, fps=args.fps, slowmo=args.slowmo)
     print(f"animation: {out['path']} ({out['frames']} frames, {out['seconds']:.1f} s of video, "
-          f"rendered in {out['render_s']:.1f} s)")
+          f"rendered in {out['render_s']:.1f} s: {out['renderer']})")
     return 0
 
 

@@ -325,9 +325,8 @@ def render3d(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[in
         context.free()
     render_s = time.perf_counter() - t_start
     backend = os.environ.get("MUJOCO_GL", DEFAULT_GL)
-    print(f"animation.mp4: {len(idx)} frames in {render_s:.1f} s (MuJoCo, MUJOCO_GL={backend}, {w}x{h})", flush=True)
     return {"path": str(out), "frames": int(len(idx)), "seconds": float(len(idx) / fps), "render_s": render_s,
-            "renderer": f"mujoco-{backend}"}
+            "renderer": f"MuJoCo, MUJOCO_GL={backend}, {w}x{h}"}
 
 
 def _add(scn, kind, rgba, start, end=None, width: float = 0.0, size: float = 0.0) -> None:
