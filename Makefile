@@ -46,3 +46,9 @@ $(STAMP): pyproject.toml Makefile
 
 clean:
 	rm -rf $(VENV) .cache
+
+# The C client library (bridge/c/: legmpc_client.h/.c over libzmq) and its two example
+# controllers, built with gcc -Wall -Wextra -Werror -std=c11 into bridge/c/build/.
+.PHONY: c-examples
+c-examples:
+	$(MAKE) -C bridge/c
