@@ -226,11 +226,11 @@ class socket_on_loopback:
 
 
 def test_after_a_stall_only_the_newest_state_is_answered(built, tmp_path):
-    """Realtime at 10 Hz: the driver stops for 450 ms after tick 2 while the plant keeps sending;
+    """Realtime at 10 Hz: the driver stops for 420 ms after tick 2 while the plant keeps sending;
     the next receive drains the queue and returns the newest STATE (3 older ones dropped), whose
     COMMAND arrives in time: no stale COMMAND is refused, and the next STATE says ok."""
     plant = Plant(tmp_path, "hopper", "--mode", "realtime", "--rate", "10", "--duration", "1.5")
-    out = _run(built / "probe", "stall", plant.endpoint, "450")
+    out = _run(built / "probe", "stall", plant.endpoint, "420")
     summary = plant.summary()
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
