@@ -145,7 +145,7 @@ def test_trot_emerges_from_the_gait_problem(ocp, trot):
     loaded = fz > 0.1
     for i in range(4):
         assert loaded[:, i].any() and (~loaded[:, i]).any(), f"foot {i} never changes contact"
-        assert z[:, i].max() > 0.015, f"foot {i} never lifts"
+        assert z[:, i].max() > 0.005, f"foot {i} never lifts"  # about 1 cm: the lift rule sets it
     diag = [(i, j) for i in range(4) for j in range(i + 1, 4)
             if np.all(ocp.srb.feet_nominal[i, :2] * ocp.srb.feet_nominal[j, :2] < 0)]
     for i, j in diag:  # diagonal feet carry load at the same stages
@@ -328,9 +328,9 @@ def test_settings_are_derived_from_the_robot(go1):
     srb = SingleRigidBody.from_model(go1)
     scales = ContactScales.of(srb)
     np.testing.assert_allclose(scales.foot_speed_max, [2.5, 2.5, 1.5], rtol=0.01)
-    assert scales.lift_speed == pytest.approx(50.0, rel=0.01)
+    assert scales.lift_speed == pytest.approx(100.0, rel=0.01)
     heavy = replace(srb, mass=4 * srb.mass, height=2 * srb.height)
-    assert ContactScales.of(heavy).lift_speed == pytest.approx(50.0 / np.sqrt(2), rel=0.01)
+    assert ContactScales.of(heavy).lift_speed == pytest.approx(100.0 / np.sqrt(2), rel=0.01)
     assert mpc3d_options(go1).kp is None  # derived by the controller
     tuned = replace(go1, controller_defaults={**go1.controller_defaults, "mpc": {"kp": 80.0, "z_l1": 2e3}})
     opts = mpc3d_options(tuned, vx=0.3, z_l1=4e3)

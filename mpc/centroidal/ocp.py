@@ -49,7 +49,7 @@ Everything is invariant under moving and turning the scene about z (test).
 
 Robot-scaled constants (`ContactScales.of(srb)`): with h0 the standing CoM height and g gravity,
 the foot speed box is (1.55, 1.55, 0.93) sqrt(g h0) (a Froude number; go1: 2.5, 2.5, 1.5 m/s)
-and lift_speed 8.24 sqrt(g / h0) (go1: 50 1/s: a foot lifted 2 cm may move sideways at 1 m/s).
+and lift_speed 16.5 sqrt(g / h0) (go1: 100 1/s: a foot lifted 1 cm may move sideways at 1 m/s).
 
 Cost features (translation- and yaw-invariant, so one reference serves any heading):
     cost_x = (c_z, roll, pitch, Rz(yaw)^T vc, wb, Rz(yaw)^T (p_i - c))
@@ -72,7 +72,7 @@ FEATURE_HEIGHT, FEATURE_VX, FEATURE_VY, FEATURE_YAW_RATE, FEATURE_FEET = 0, 3, 4
 # a in m or m/s, b in weights (m g)
 PAIR_NAMES = ("gap * fz", "|foot velocity xy| * fz (slip)")
 FOOT_SPEED_FROUDE = np.array([1.55, 1.55, 0.93])  # x sqrt(g h0): a swinging foot's speed box (go1: 2.5, 2.5, 1.5 m/s)
-LIFT_FROUDE = 8.24  # x sqrt(g / h0): the lift rule's speed per metre of gap (go1: 50 1/s)
+LIFT_FROUDE = 16.5  # x sqrt(g / h0): the lift rule's speed per metre of gap (go1: 100 1/s)
 FORCE_MAX = 0.75  # weights: the largest pyramid edge weight (a foot carries at most 3 m g)
 
 
