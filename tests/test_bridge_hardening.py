@@ -442,9 +442,9 @@ def test_sigkill_to_the_plant_loses_at_most_the_last_second(tmp_path):
     assert len(np.load(log / "trajectory.npz")["t"]) >= ticks_before - 1
 
 
-class _BreaksAtTick:
-    """A plant that reports an invariant violation from its `tick`-th step on (a stand-in for
-    a plant whose physics broke: sim.invariants sets PlantState.violation the same way)."""
+class _ChangesAtTick:
+    """A plant whose states from its `tick`-th step on are changed by `_change(state)` (a
+    stand-in for a plant whose physics broke, or a robot that fell, as far as the states go)."""
 
     def __init__(self, plant, tick: int):
         self.plant, self.model, self.tick, self.steps = plant, plant.model, tick, 0
@@ -457,8 +457,16 @@ class _BreaksAtTick:
         state = self.plant.step(command, dt)
         self.steps += 1
         if self.steps > self.tick:
-            state.violation = f"contact foot gap -0.5 m below -0.02 m limit at t={state.t:.2f} s"
+            self._change(state)
         return state
+
+
+class _BreaksAtTick(_ChangesAtTick):
+    """An invariant violation from the `tick`-th step on (sim.invariants sets
+    PlantState.violation the same way)."""
+
+    def _change(self, state):
+        state.violation = f"contact foot gap -0.5 m below -0.02 m limit at t={state.t:.2f} s"
 
 
 def test_a_plant_invariant_violation_ends_the_run_cleanly_with_its_reason(tmp_path, capfd):
@@ -514,24 +522,13 @@ def test_a_hello_of_another_version_is_told_which_version_the_plant_speaks(live)
         stranger.close()
 
 
-class _SinksAtTick:
-    """A plant whose base reads 0.1 m high (below half the hopper's nominal 0.4 m) from its
-    `tick`-th step on: a robot that fell, as far as the logged states go."""
+class _SinksAtTick(_ChangesAtTick):
+    """The base reads 0.1 m high (below half the hopper's nominal 0.4 m) from the `tick`-th step
+    on: a robot that fell, as far as the logged states go."""
 
-    def __init__(self, plant, tick: int):
-        self.plant, self.model, self.tick, self.steps = plant, plant.model, tick, 0
-
-    def reset(self, q, v=None, t=0.0):
-        self.steps = 0
-        return self.plant.reset(q, v, t)
-
-    def step(self, command, dt):
-        state = self.plant.step(command, dt)
-        self.steps += 1
-        if self.steps > self.tick:
-            state.q = state.q.copy()
-            state.q[MODEL.q_names.index("z")] = 0.1
-        return state
+    def _change(self, state):
+        state.q = state.q.copy()
+        state.q[MODEL.q_names.index("z")] = 0.1
 
 
 def test_the_plant_summary_says_whether_the_robot_fell_as_the_run_summary_does(tmp_path):
@@ -567,7 +564,7 @@ def test_lockstep_latency_leaves_out_the_wait_for_hello_and_reports_tick_0_apart
     assert summary["latency_us"]["max"] == max(latencies[1:])
 
 
-class _FailsAtTick(_SinksAtTick):
+class _FailsAtTick(_ChangesAtTick):
     """A plant whose `tick`-th step raises (a bug of ours in a plant)."""
 
     def step(self, command, dt):
