@@ -124,7 +124,10 @@ def pd_options(model: RobotModel, **options) -> PDOptions:
     if model.floating_base and model.nc and model.nu:
         from .centroidal.tuning import derived_gains
 
-        derived = derived_gains(model)
+        try:
+            derived = derived_gains(model)
+        except ValueError:  # a body the 3D MPC cannot model (e.g. asymmetric feet): PDOptions' gains
+            derived = {}
     return PDOptions(**{**derived, **given})
 
 

@@ -217,8 +217,9 @@ def test_rti_iterates_reach_ipopt_cost(ocp, trot, tmp_path):
     ({"qp_iter_max": True}, r"qp_iter_max must be an integer"),
     ({"stand": "yes"}, r"stand must be true or false"),
     ({"stage_dts": (0.02, 0.01, 0.05)}, r"no stage may be shorter than the first"),
-    ({"stage_dts": (0.01,) * 1000}, r"stage_dts must be 2 to 100 .*\.\.\.$"),
-    ({"dt": 0.01}, r"mpc option 'dt' is replaced by stage_dts"),
+    ({"stage_dts": (0.01,) * 1000}, r"stage_dts must be 3 to 100 .*\.\.\.$"),
+    ({"stage_dts": (0.01, 0.025, 0.05)}, r"the first three stages must be the control period"),
+    ({"dt": 0.01}, r"mpc option 'dt' \(from the scenario\) is replaced by stage_dts"),
 ])
 def test_every_option_is_checked_with_its_name(go1, options, match):
     """Each bad value fails when the options are resolved (before a solver or process exists), in
@@ -238,6 +239,12 @@ def test_a_bad_robot_default_names_the_robot(go1):
     with pytest.raises(ValueError, match=r"kp must be .* \(from go1's controller_defaults\['mpc'\]\)"):
         mpc3d_options(bad)
     assert mpc3d_options(bad, kp=50.0).kp == 50.0  # the scenario's value replaces it
+    old = replace(go1, controller_defaults={"mpc": {"n_stages": 20}})
+    with pytest.raises(ValueError, match=r"'n_stages' \(from go1's controller_defaults\['mpc'\]\) is replaced"):
+        mpc3d_options(old)
+    # a robot default judged with the scenario's other fields, not the defaults': valid together
+    long = replace(go1, controller_defaults={"mpc": {"cond_n": 18}})
+    assert mpc3d_options(long, stage_dts=(0.01,) * 20).cond_n == 18
 
 
 def test_options_are_checked(go1):
@@ -364,6 +371,21 @@ def test_plan_check_corrects_the_stage_it_sends():
     assert np.all(u[lay.edges(3)] == 1) and np.all(u[lay.foot_velocity(3)] == 1)
     assert np.all(x1[lay.foot(3)] == -1) and np.all(x1[:12] == -1)  # the body and sound feet as planned
     assert check.failures([0.0] * 4 + [0.01] * 4 + [0.25] * 8, [0.0] * 4) == []
+
+
+def test_the_presolved_plan_is_moved_to_where_the_robot_starts(go1, trot):
+    """The plan presolved at the origin, heading 0, is moved and turned to the robot's place and
+    heading at the first tick (the OCP is invariant under both): its stage 0 is the robot."""
+    ctrl = make_mpc3d(go1, vx=0.5)
+    q = np.array(go1.q0)
+    q[0:2] = [1.5, -2.0]
+    q[3:7] = [0, 0, np.sin(0.5), np.cos(0.5)]  # yaw 1.0
+    x = ctrl._measured(q, np.zeros(go1.nv))
+    ctrl._move_plan_to(x)
+    xs, _ = ctrl.rti.io.get()
+    np.testing.assert_allclose(xs[0, :2], x[:2], atol=1e-9)
+    assert xs[0, 5] == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_allclose(xs[0, 12:24].reshape(4, 3)[:, :2], x[12:24].reshape(4, 3)[:, :2], atol=0.01)
 
 
 def test_measured_yaw_is_unwrapped(go1, trot):

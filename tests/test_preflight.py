@@ -94,7 +94,7 @@ def test_the_shipped_quadrupeds_pass():
                                        r"\(1 / control_rate_hz = 0.02 s\)"),
     ("hopper", {"control_rate_hz": 50.0}, r"first stage \(dt = 0.01 s\) must be the control period"),
     ("go1", {"controller_options": {"vx": 0.5, "stage_dts": [0.01, -0.02]}}, r"stage_dts must be"),
-    ("go1", {"controller_options": {"n_stages": 20}}, r"mpc option 'n_stages' is replaced by stage_dts"),
+    ("go1", {"controller_options": {"n_stages": 20}}, r"mpc option 'n_stages' \(from the scenario\) is replaced by stage_dts"),
 ])
 def test_the_mpc_options_and_period_are_checked_up_front(scenario, overrides, match):
     """The MPC's options are resolved when the scenario is validated (a bad value fails there, not

@@ -175,6 +175,9 @@ class RtiSolver:
         # acados scales a stage's whole cost, slack penalties included, by its length; a violated
         # constraint costs the same on every stage (what a stage of the first length pays), and
         # on the executed stage 0 `weights.first_stage_price` times that
+        if weights.first_stage_price != 1.0 and joint_limits is not None and len(joint_limits[0]):
+            raise ValueError("CostWeights.first_stage_price needs a problem without soft joint limits (stage 0 has "
+                             "none of their slacks)")
         for k, dt in enumerate(self.dts):
             factor = (self.dts[0] / dt) * (weights.first_stage_price if k == 0 else 1.0)
             if factor != 1.0:

@@ -111,14 +111,17 @@ class Mpc3dOptions:
         if self.hpipm_mode not in HPIPM_MODES:
             raise ValueError(f"mpc hpipm_mode must be one of {', '.join(HPIPM_MODES)}, got {self.hpipm_mode!r}")
         dts = self.stage_dts
-        if not (isinstance(dts, (tuple, list)) and 2 <= len(dts) <= 100
+        if not (isinstance(dts, (tuple, list)) and 3 <= len(dts) <= 100
                 and all(_is_number(d) and np.isfinite(d) and 0.001 <= d <= 0.2 for d in dts)):
             shown = repr(dts) if len(repr(dts)) <= 120 else repr(dts)[:117] + "..."
-            raise ValueError(f"mpc stage_dts must be 2 to 100 stage lengths in [0.001, 0.2] s (the first is the "
+            raise ValueError(f"mpc stage_dts must be 3 to 100 stage lengths in [0.001, 0.2] s (the first is the "
                              f"control period), got {shown}")
         if min(dts) < dts[0]:
             raise ValueError(f"mpc stage_dts: no stage may be shorter than the first (the control period, "
                              f"{dts[0]:g} s), got {min(dts):g} s")
+        if len(dts) < 3 or any(d != dts[0] for d in dts[:3]):
+            raise ValueError(f"mpc stage_dts: the first three stages must be the control period ({dts[0]:g} s): the "
+                             f"joints are sent to stages 1 and 2, one and two ticks ahead; got {tuple(dts[:3])}")
         if self.cond_n is not None and not (_is_int(self.cond_n) and 1 <= self.cond_n <= len(dts)):
             raise ValueError(f"mpc cond_n (partial condensing horizon) must be none or an integer in "
                              f"[1, {len(dts)}], got {self.cond_n!r}")
@@ -361,15 +364,17 @@ class CentroidalMpc:
         returns its phases (s)."""
         t0 = time.perf_counter()
         x, _ = self._executed
-        restart = self._inconsistent_run >= RESTART_AFTER_INCONSISTENT
-        if self._tick_ok and not restart:
-            self.rti.shift()
-        else:
-            if restart:
+        unsound = self._inconsistent_run >= RESTART_AFTER_INCONSISTENT
+        restart = unsound or not self._tick_ok
+        if restart:
+            if unsound:  # the plan judged unsound is not a fallback either
                 self._inconsistent_run = 0
-                self.restarts += 1
+                self._plan_x = self._plan_u = None
+            self.restarts += 1
             self.rti.solver.reset()
             self._guess(x, self._info["gait_clock_s"] + self.options.dt)
+        else:
+            self.rti.shift()
         self._info["plan_restart"] = int(restart)
         self.rti.prepare()
         stats = self.rti.take_stats()
@@ -380,8 +385,8 @@ class CentroidalMpc:
         """Non-time per-tick record: solver status, iterations (qp_capped: the QP stopped at its
         iteration cap), deadline, slack, missed, horizon (s), the plan check (plan_inconsistent:
         the first stage failed `PlanCheck` and was corrected; plan_restart: the plan was dropped
-        after this tick, `prepare`) and the first stage's largest complementarity product as
-        planned (before any correction)."""
+        after this tick, `prepare`, after a failed QP or RESTART_AFTER_INCONSISTENT failed checks)
+        and the first stage's largest complementarity product as planned (before any correction)."""
         return dict(self._info)
 
     def predicted_q(self) -> None:
@@ -443,20 +448,24 @@ def mpc3d_options(model: RobotModel | None = None, **options) -> Mpc3dOptions:
     """Mpc3dOptions from scenario options over the robot's `controller_defaults["mpc"]` (its
     data) over the defaults, validated (unknown keys raise ValueError listing the valid ones).
     kp and kd not given anywhere stay None: the controller derives them from the robot."""
-    for old_name, new_name in REPLACED_OPTIONS.items():
-        if old_name in options:
-            raise ValueError(f"mpc option {old_name!r} is replaced by {new_name} for a 3D robot, e.g. "
-                             f"stage_dts = [0.01, 0.01, 0.01, 0.01, 0.01, 0.025, 0.025, 0.05, 0.05] (docs/MPC.md)")
+    defaults = dict(model.controller_defaults.get("mpc", {})) if model is not None else {}
+    for given, source in ((options, "the scenario"), (defaults, f"{getattr(model, 'name', '')}'s "
+                                                                "controller_defaults['mpc']")):
+        for old_name, new_name in REPLACED_OPTIONS.items():
+            if old_name in given:
+                raise ValueError(f"mpc option {old_name!r} (from {source}) is replaced by {new_name} for a 3D "
+                                 f"robot, e.g. stage_dts = [0.01, 0.01, 0.01, 0.01, 0.01, 0.025, 0.025, 0.05, 0.05] "
+                                 f"(docs/MPC.md)")
     merged = robot_options(model, "mpc", Mpc3dOptions, options, label=" for a 3D robot")
     if isinstance(merged.get("stage_dts"), list):
         merged["stage_dts"] = tuple(merged["stage_dts"])
-    robot_part = {k: v for k, v in merged.items() if k not in options}
-    if robot_part:
-        try:
-            replace(Mpc3dOptions(), **robot_part).validate()
-        except ValueError as err:
+    try:
+        return replace(Mpc3dOptions(), **merged).validate()
+    except ValueError as err:  # name the robot when the bad field is its own data
+        robot_fields = [k for k in defaults if k not in options]
+        if any(str(err).startswith((f"mpc {k} ", f"mpc {k}:")) for k in robot_fields):
             raise ValueError(f"{err} (from {model.name}'s controller_defaults['mpc'])") from None
-    return replace(Mpc3dOptions(), **merged).validate()
+        raise
 
 
 def make_mpc3d(model: RobotModel, **options) -> CentroidalMpc:
