@@ -41,6 +41,18 @@ def make_keys(folder: str | Path) -> Path:
     return folder
 
 
+def check_endpoint(endpoint: str, keys) -> None:
+    """Raise ValueError naming the fix for an endpoint a plant may not bind: one without a
+    transport (tcp://, ipc://, inproc://), or one off loopback without CurveZMQ keys."""
+    if not isinstance(endpoint, str) or not endpoint.startswith(("tcp://", "ipc://", "inproc://")):
+        raise ValueError(f"endpoint {endpoint!r} names no transport: write tcp://{endpoint} (or ipc://PATH)")
+    if keys is None and not is_loopback(endpoint):
+        raise ValueError(
+            f"refusing to bind {endpoint} without CurveZMQ keys: anyone on that network could drive "
+            "the robot. Bind tcp://127.0.0.1:PORT or ipc://PATH, or pass --curve-keys DIR "
+            "(create one with: python -m launch keys DIR)")
+
+
 ZAP_DOMAIN = "legmpc"
 
 # One ZAP handler serves every plant socket of the process (libzmq allows one per context);
@@ -53,15 +65,12 @@ def secure_server(sock: zmq.Socket, endpoint: str, keys: str | Path | None) -> C
     """Configure `sock` before binding `endpoint`; return the function to call once the
     socket is closed (it stops the process's ZAP handler after its last user).
 
-    Without keys: refuse a non-loopback endpoint; otherwise the NULL mechanism goes through ZAP
+    `check_endpoint` first (a missing transport, or off loopback without keys, is refused).
+    Without keys the NULL mechanism the NULL mechanism goes through ZAP
     (every address allowed). ZAP being on makes libzmq refuse ZMTP/1.0 and 2.0 peers, whose
     legacy framing would otherwise turn raw bytes from any local process into messages.
     With keys: CurveZMQ, admitting only the public keys in keys/clients."""
-    if keys is None and not is_loopback(endpoint):
-        raise ValueError(
-            f"refusing to bind {endpoint} without CurveZMQ keys: anyone on that network could drive "
-            "the robot. Bind tcp://127.0.0.1:PORT or ipc://PATH, or pass --curve-keys DIR "
-            "(create one with: python -m launch keys DIR)")
+    check_endpoint(endpoint, keys)
     if keys is not None:
         public, secret = zmq.auth.load_certificate(str(Path(keys) / "server.key_secret"))
     with _auth_lock:

@@ -39,7 +39,7 @@ from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, actuated_posi
 
 from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
-from .security import secure_server
+from .security import check_endpoint, secure_server
 
 # Connection events counted in the summary's "links" (where garbage or drops came from).
 LINK_EVENT_NAMES = {zmq.EVENT_ACCEPTED: "accepted", zmq.EVENT_HANDSHAKE_SUCCEEDED: "handshake_ok",
@@ -98,6 +98,7 @@ class ServerOptions:
         """Raise ValueError naming any bad field; return self."""
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"mode must be 'lockstep' or 'realtime', got {self.mode!r}")
+        check_endpoint(self.bind, self.curve_keys)
         for name in ("control_rate_hz", "plant_rate_hz", "damping_kd", "lockstep_timeout_s"):
             if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise ValueError(f"{name} must be finite and >= 0, got {getattr(self, name)}")
@@ -326,7 +327,12 @@ class PlantServer:
         self.monitor = self.sock.get_monitor_socket(LINK_EVENTS_MASK)
         old = install_stop_handlers(self._on_signal)
         try:
-            self.sock.bind(o.bind)
+            try:
+                self.sock.bind(o.bind)
+            except zmq.ZMQError as err:
+                raise ValueError(f"cannot bind {o.bind}: {err.strerror}" + (
+                    ": another process holds that port (a plant still running?); pick another port or stop it"
+                    if err.errno == zmq.EADDRINUSE else "")) from None
             self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
             if o.live:
                 self.live = ctx.socket(zmq.PUB)

@@ -195,9 +195,9 @@ def _wait_for(cond, timeout: float = 90.0) -> None:
 
 
 def test_binding_off_loopback_without_keys_is_refused():
-    server = _server("tcp://0.0.0.0:0")
+    """Refused when the options are checked, before a plant is built or a socket bound."""
     with pytest.raises(ValueError, match="refusing to bind tcp://0.0.0.0:0 without CurveZMQ keys"):
-        server.run()
+        _server("tcp://0.0.0.0:0").run()
 
 
 def test_curve_keys_admit_the_right_controller_only(tmp_path):

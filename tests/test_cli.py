@@ -177,3 +177,26 @@ def test_setup_step_shows_the_controllers_last_setup_line(tmp_path):
     assert setup_step(log) == "[gait3d]   sigma x100: ok"
     log.write_text("x" * 10000 + "\n[acados] generating and compiling solver\n")
     assert setup_step(log) == "[acados] generating and compiling solver"
+
+
+def test_endpoint_mistakes_get_one_line_errors(capsys):
+    """serve-plant with an endpoint that names no transport, or with a port another process holds,
+    says so in one line (exit 1), not with a traceback."""
+    import zmq
+
+    from launch.cli import main
+
+    assert main(["serve-plant", "hopper", "--bind", "127.0.0.1:5558", "--duration", "0.1"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "error: endpoint '127.0.0.1:5558' names no transport: write tcp://127.0.0.1:5558 (or ipc://PATH)"
+    holder = zmq.Context.instance().socket(zmq.ROUTER)
+    holder.setsockopt(zmq.LINGER, 0)
+    port = holder.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        assert main(["serve-plant", "hopper", "--bind", f"tcp://127.0.0.1:{port}", "--duration", "0.1"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()  # the "serving ..." banner, then the error
+        assert "Traceback" not in "\n".join(err) and [e for e in err if e.startswith("error:")] == err[-1:]
+        assert err[-1].startswith(f"error: cannot bind tcp://127.0.0.1:{port}: Address already in use")
+        assert "another process holds that port" in err[-1]
+    finally:
+        holder.close()
