@@ -101,6 +101,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(outcome_line(summary))
     after_run(summary["run_dir"], animation=not args.no_animation, slowmo=args.slowmo, quiet=args.json)
+    if summary.get("interrupted"):
+        ran = summary["ticks"] / summary["rate_hz"] if summary.get("ticks") and summary.get("rate_hz") else 0.0
+        print(f"interrupted at t = {ran:.2f} s of {sc.duration_s:g} s (the run folder holds what ran)",
+              file=sys.stderr)
+        return 130
     failure = run_failure(summary)
     if failure:
         print(f"error: {failure}", file=sys.stderr)
@@ -337,7 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_robots)
     p = sub.add_parser("demo", help="run the main job (what `make demo` runs)")
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("run", help="run a scenario closed loop over the bridge (plant + controller processes)")
+    p = sub.add_parser("run", help="run a scenario closed loop over the bridge (plant + controller processes)",
+                       epilog="exit code: 0 the run ended, 1 a process failed or the plant left physics, "
+                              "130 interrupted (Ctrl-C)")
     p.add_argument("scenario", nargs="?", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
     p.add_argument("--from-sweep", metavar="DIR", help="replay an episode of the sweep folder DIR (with --episode)")
     p.add_argument("--episode", type=int, metavar="K", help="the episode of --from-sweep DIR to replay")

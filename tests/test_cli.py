@@ -200,3 +200,27 @@ def test_endpoint_mistakes_get_one_line_errors(capsys):
         assert "another process holds that port" in err[-1]
     finally:
         holder.close()
+
+
+def test_ctrl_c_ends_a_run_with_exit_code_130(tmp_path):
+    """SIGINT during a realtime run: the run folder keeps what ran, the terminal says where the run
+    was interrupted, and the exit code is 130 (it was 0, as if the run had finished)."""
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "launch", "run", "hopper-pd", "--duration", "30", "--mode",
+                             "realtime", "--no-animation"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("runs/*/progress.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted at t = " in err and "of 30 s" in err, err
+    summary = json.loads(next(tmp_path.glob("runs/*/summary.json")).read_text())
+    assert summary["interrupted"] is True and summary["ticks"] > 0
