@@ -90,7 +90,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.scenario is None:
             raise ValueError("give a scenario (python -m launch run hopper) or --from-sweep DIR --episode K")
         sc = _overridden_scenario(args)
-    summary = run(sc, progress=not args.json, live_port=args.live_port if args.live else None)
+    from .run import folder_label
+    from .scenario import load_scenario
+
+    base = load_scenario(args.scenario) if args.scenario is not None else None
+    summary = run(sc, progress=not args.json, live_port=args.live_port if args.live else None,
+                  label=folder_label(sc, base))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -127,6 +132,8 @@ def _overridden_scenario(args: argparse.Namespace):
     from .sweep_spec import parse_set
 
     sc = dataclasses.replace(sc, **dict(parse_set(text) for text in args.set))  # None kept: friction_mu=none
+    if args.push_at is not None and not (args.push or sc.push_ns):
+        raise ValueError(f"--push-at {args.push_at:g} times a push, but the run has none: add --push N (N s)")
     return sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
                              push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate()
 

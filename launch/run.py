@@ -32,9 +32,22 @@ def new_folder(runs_dir: str | Path, name: str) -> Path:
     return folder
 
 
-def new_run_folder(scenario: Scenario, runs_dir: str | Path = "runs") -> Path:
-    """runs/<YYYYmmdd-HHMMSS>-<name>/ (suffixed if it exists), with scenario.json written."""
-    folder = new_folder(runs_dir, scenario.name)
+def folder_label(scenario: Scenario, base: Scenario | None = None) -> str:
+    """The run folder's name after its time stamp: the scenario's name, then the robot, plant,
+    controller and mode where they differ from the scenario's own (`base`, as loaded)."""
+    parts = [scenario.name]
+    if base is not None:
+        for field in ("robot", "plant", "controller", "mode"):
+            value = getattr(scenario, field)
+            if value != getattr(base, field):
+                parts.append(str(value).replace(":", "_").replace("/", "_").replace(".", "_"))
+    return "-".join(parts)
+
+
+def new_run_folder(scenario: Scenario, runs_dir: str | Path = "runs", label: str | None = None) -> Path:
+    """runs/<YYYYmmdd-HHMMSS>-<label>/ (label: the scenario's name by default; suffixed if it
+    exists), with scenario.json written."""
+    folder = new_folder(runs_dir, label or scenario.name)
     (folder / "scenario.json").write_text(scenario.to_json())
     return folder
 
@@ -94,13 +107,14 @@ def setup_step(log: Path) -> str:
 
 
 def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True,
-        live_port: int | None = None) -> dict:
+        live_port: int | None = None, label: str | None = None) -> dict:
     """Run `scenario` closed loop over the bridge; return summary.json's content. live_port:
-    stream the run to Foxglove's WebSocket server on that port while it goes (launch/live.py)."""
+    stream the run to Foxglove's WebSocket server on that port while it goes (launch/live.py).
+    label: the run folder's name after its stamp (`folder_label`; default the scenario's name)."""
     scenario = _resolve_plan(scenario.validate())
     # Ctrl-C and SIGTERM both end the run cleanly (explicit: a background job inherits SIGINT ignored)
     old_handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    folder = new_run_folder(scenario, runs_dir)
+    folder = new_run_folder(scenario, runs_dir, label)
     stream = None
     if live_port is not None:
         from robots import get_robot

@@ -50,7 +50,12 @@ def resolve_field(name: str, *, what: str, excluded: tuple[str, ...]) -> str:
         why = "is not a scenario field" if fname not in types else "cannot be set this way"
         hint = {"seed": " (use --seeds K)", "mode": " (sweeps run lockstep)"}.get(fname, "")
         aliases = ", ".join(f"{a}={f}" for a, f in ALIASES.items() if a != f)
-        raise ValueError(f"{what}: {name!r} {why}{hint}; fields: {', '.join(allowed)} (short names: {aliases})")
+        import difflib
+
+        close = difflib.get_close_matches(name, allowed + [a for a in ALIASES if a != ALIASES[a]], n=1)
+        guess = f" Did you mean {close[0]!r}?" if close and fname not in types else ""
+        raise ValueError(f"{what}: {name!r} {why}{hint}.{guess} Fields: {', '.join(allowed)} "
+                         f"(short names: {aliases})")
     return fname
 
 

@@ -224,3 +224,21 @@ def test_ctrl_c_ends_a_run_with_exit_code_130(tmp_path):
     assert "interrupted at t = " in err and "of 30 s" in err, err
     summary = json.loads(next(tmp_path.glob("runs/*/summary.json")).read_text())
     assert summary["interrupted"] is True and summary["ticks"] > 0
+
+
+def test_small_mistakes_on_the_command_line_are_named(capsys, tmp_path, monkeypatch):
+    """A misspelt --set field gets a "did you mean"; --push-at without a push is refused; a run with
+    another robot or plant than its scenario's is filed under a folder that says so."""
+    from launch.cli import main
+    from launch.run import folder_label
+    from launch.scenario import load_scenario
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "hopper", "--set", "mas_scale=1.2", "--duration", "0.1"]) == 1
+    assert "Did you mean 'mass_scale'?" in capsys.readouterr().err
+    assert main(["run", "hopper", "--push-at", "1", "--duration", "0.1"]) == 1
+    assert "--push-at 1 times a push, but the run has none: add --push N" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+    base = load_scenario("go1")
+    assert folder_label(base.with_overrides(robot="anymal_c", plant="mujoco"), base) == "go1-anymal_c-mujoco"
+    assert folder_label(base, base) == "go1"

@@ -37,7 +37,7 @@ def test_vary_gives_evenly_spaced_typed_values_and_short_names():
 
 
 @pytest.mark.parametrize("arg, match", [
-    ("foo=1:2:3", r"'foo' is not a scenario field; fields: robot, .*push_ns.*mass_scale"),
+    ("foo=1:2:3", r"'foo' is not a scenario field\. Fields: robot, .*push_ns.*mass_scale"),
     ("seed=0:3:4", r"use --seeds K"),
     ("mode=lockstep,realtime", r"sweeps run lockstep"),
     ("latency=0:1:3", r"command_latency_ticks takes whole numbers; 0:1:3 gives 0.5"),
