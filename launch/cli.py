@@ -85,15 +85,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.slowmo > 0:
         raise ValueError(f"--slowmo must be > 0, got {args.slowmo}")
     if args.from_sweep is not None or args.episode is not None:
-        sc = _sweep_episode_scenario(args)
+        sc, base = _sweep_episode_scenario(args), None
     else:
         if args.scenario is None:
             raise ValueError("give a scenario (python -m launch run hopper) or --from-sweep DIR --episode K")
-        sc = _overridden_scenario(args)
+        sc, base = _overridden_scenario(args)
     from .run import folder_label
-    from .scenario import load_scenario
 
-    base = load_scenario(args.scenario) if args.scenario is not None else None
     summary = run(sc, progress=not args.json, live_port=args.live_port if args.live else None,
                   label=folder_label(sc, base))
     if args.json:
@@ -119,10 +117,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _overridden_scenario(args: argparse.Namespace):
-    """The named scenario with `launch run`'s overrides (--duration, --robot, --push, ...), validated."""
+    """(the named scenario with `launch run`'s overrides (--duration, --robot, --push, ...),
+    validated; the scenario as loaded)."""
     from .scenario import load_scenario
 
-    sc = load_scenario(args.scenario)
+    base = sc = load_scenario(args.scenario)
     if args.robot is not None and args.robot != sc.robot:
         sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
     if args.controller is not None and args.controller != sc.controller:
@@ -135,7 +134,7 @@ def _overridden_scenario(args: argparse.Namespace):
     if args.push_at is not None and not (args.push or sc.push_ns):
         raise ValueError(f"--push-at {args.push_at:g} times a push, but the run has none: add --push N (N s)")
     return sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,
-                             push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate()
+                             push_ns=args.push, push_axis=args.push_axis, push_at_s=args.push_at).validate(), base
 
 
 def _sweep_episode_scenario(args: argparse.Namespace):

@@ -168,6 +168,7 @@ class RtiSolver:
         self.solver = cached_ocp_solver(ocp, cache_dir=cache_dir, verbose=verbose)
         self.built_now = self.solver.legmpc_built_now
         self.dts = stage_lengths(problem)
+        self._uniform = bool(np.all(self.dts == self.dts[0]))  # shift by whole stages
         self.grid = np.concatenate([[0.0], np.cumsum(self.dts)])  # stage start times from stage 0, s
         if getattr(problem, "dt_param", None) is not None:
             for k, dt in enumerate(self.dts):
@@ -210,7 +211,7 @@ class RtiSolver:
         interpolated at the new stage times (`shift_maps`). xs, us: the iterate to shift
         (default: the solver's current one)."""
         dt = self.problem.options.dt
-        if np.all(self.dts == dt):
+        if self._uniform:
             if xs is None or us is None:
                 self.io.shift(dt)
             else:

@@ -36,12 +36,9 @@ ZETA = 1.1  # damping ratio of a leg joint's impedance about the leg's inertia
 def derived_gains(model: RobotModel, srb: SingleRigidBody | None = None) -> dict:
     """{"kp": N m/rad, "kd": N m s/rad}: the joint impedance the whole-body layer asks the plant
     for, from the robot's weight, standing height and leg inertia (module docstring)."""
-    from robots import numeric
-
     srb = srb if srb is not None else SingleRigidBody.from_model(model)
     kp = KP_PER_LOAD_MOMENT * srb.weight * srb.height / srb.nc
-    M = numeric(model, verbose=False).mass_matrix(np.asarray(model.q0))
-    leg_inertia = float(np.mean(np.diag(M)[6:]))
+    leg_inertia = float(np.mean(joint_inertias(model)))
     kd = 2.0 * ZETA * np.sqrt(kp * leg_inertia)
     return {"kp": round(float(kp), 3), "kd": round(float(kd), 4)}
 
@@ -50,10 +47,14 @@ def joint_damping(model: RobotModel, kp: float) -> np.ndarray:
     """Per-joint damping (N m s/rad, nu) for stiffness kp: 2 ZETA sqrt(kp M_jj), M_jj the joint's
     own inertia at q0 (kg m^2): each joint critically damped about itself, so a light distal
     joint is not over-damped past what the plant's 1 kHz step resolves."""
+    return 2.0 * ZETA * np.sqrt(kp * joint_inertias(model))
+
+
+def joint_inertias(model: RobotModel) -> np.ndarray:
+    """Each joint's own inertia at q0 (kg m^2, nu): the joint block's diagonal of M(q0)."""
     from robots import numeric
 
-    M = numeric(model, verbose=False).mass_matrix(np.asarray(model.q0))
-    return 2.0 * ZETA * np.sqrt(kp * np.diag(M)[6:])
+    return np.diag(numeric(model, verbose=False).mass_matrix(np.asarray(model.q0)))[6:]
 
 
 # weight x (natural unit)^2 of each cost feature (go1's weights were 100 / m^2 on the height,
