@@ -45,7 +45,10 @@ def _dims() -> P.Dims:
 
 
 def _command_arrays(d: P.Dims) -> list[np.ndarray]:
-    return [np.zeros(d.nu), np.zeros(d.nu), np.zeros(d.nu), np.full(d.nu, 40.0), np.ones(d.nu), np.zeros(1, np.int64)]
+    from sim.protocol import JointCommand
+
+    return P.command_arrays(JointCommand(np.zeros(d.nu), np.zeros(d.nu), np.zeros(d.nu), np.full(d.nu, 40.0),
+                                         np.ones(d.nu)), 0)
 
 
 def peer(endpoint: str) -> None:

@@ -4,11 +4,25 @@
     summary = client.run()           # until BYE, a stop signal, or the plant goes silent
 
 Per tick it logs (controller_ticks.csv): tick, sim time, tick_ms (receive-to-send time),
-solve_ms (receive to the end of the controller's optional `prepare()` after sending: the whole
-tick's work), the controller's own phases in ms (e.g. acados time_tot/time_qp...), and its
-optional `tick_info()` fields (e.g. status, qp_iter, missed, touchdown_plan_s).
+cpu_ms (the same span's thread CPU time), solve_ms (receive to the end of the controller's
+optional `prepare()` after sending: the whole tick's work), the controller's own phases in ms
+(e.g. acados time_tot/time_qp...), its optional `tick_info()` fields (e.g. status, qp_iter,
+touchdown_plan_s) and skipped (STATEs dropped unanswered before this one).
+
+Each COMMAND carries the tick's report (bridge/protocol.py REPORT_FIELDS) for the plant's
+deadline attribution: when STATE was read, the tick's CPU and wall time, whether the solver
+failed (the controller's optional `solver_ok` attribute, read after `compute`), the host stalls
+this process's witness (bridge/witness.py, realtime plants only) saw since the last COMMAND, and
+when the previous tick's work ended. A controller may return a `sim.command_plan.JointPlan` (K
+setpoints) instead of a JointCommand.
+
+Behind after a stall, the client answers only the newest STATE waiting (older ones are stale:
+their ticks have passed) and counts the ones it dropped.
+
+Chaos (sim/chaos.py), realtime plants only: `stall_ms` slept before answering on a seeded
+fraction `stall_prob` of ticks; each COMMAND held `transport_delay_ms` after its send stamp.
 Fault injection for tests: `delay_s` added before sending on ticks where
-tick % delay_every == delay_phase.
+tick % delay_every == delay_phase; `burn_s` of CPU spent instead on those ticks.
 """
 from __future__ import annotations
 
@@ -23,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import zmq
 
+from sim.chaos import StallSchedule
+
 from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
 from .security import secure_client
@@ -34,7 +50,9 @@ EXIT_OK, EXIT_PLANT_SILENT = 0, 3
 class ClientOptions:
     """timeout_s: give up when the plant sends nothing for this long (first_timeout_s before its
     first message, while it may still be starting); log_dir: logs (None: none);
-    curve_keys: CurveZMQ key folder; delay_s/delay_every/delay_phase: injected delays; name: HELLO name."""
+    curve_keys: CurveZMQ key folder; delay_s/delay_every/delay_phase: injected delays (burn_s: of
+    CPU); name: HELLO name; stall_ms, stall_prob, transport_delay_ms, chaos_seed: chaos in realtime
+    (module docstring)."""
 
     timeout_s: float = 5.0
     first_timeout_s: float = 60.0
@@ -43,7 +61,12 @@ class ClientOptions:
     delay_s: float = 0.0
     delay_every: int = 0
     delay_phase: int = 0
+    burn_s: float = 0.0
     name: str = "controller"
+    stall_ms: float = 0.0
+    stall_prob: float = 0.0
+    transport_delay_ms: float = 0.0
+    chaos_seed: int = 0
 
 
 class ControllerClient:
@@ -57,6 +80,27 @@ class ControllerClient:
         self.exit_code = EXIT_OK
         self.errors: list[dict] = []
         self.rows: list[dict] = []
+        self.skipped = 0  # stale STATEs dropped unanswered (module docstring)
+        self.host_stalls: dict | None = None
+
+    def _configured(self, msg: P.Message, witness_holder: list) -> tuple[bool, StallSchedule | None]:
+        """Read CONFIG's mode; in realtime start the host-stall witness and the chaos schedule."""
+        try:
+            config = msg.json()
+        except P.ProtocolError as err:
+            self.errors.append({"reason": err.reason, "detail": f"unreadable CONFIG: {err.detail}"})
+            return False, None
+        if config.get("mode") != "realtime":
+            return False, None
+        if witness_holder[0] is None:
+            from .witness import StallWitness
+
+            witness_holder[0] = StallWitness.start()
+        o = self.options
+        period = 1.0 / float(config.get("control_rate_hz", 100.0))
+        chaos = StallSchedule(stall_ms=o.stall_ms, stall_prob=o.stall_prob, period_s=period,
+                              deadline_s=float(config.get("deadline_s", 0.9 * period)), seed=o.chaos_seed)
+        return True, chaos if chaos.active else None
 
     def _on_signal(self, signum, frame) -> None:
         self.stop = True
@@ -87,6 +131,7 @@ class ControllerClient:
             sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": model.name,
                                                                 "name": o.name}))
             dims = P.Dims.of(model)
+            witness_holder = [None]  # the host-stall witness, started when CONFIG says realtime
             prepare = getattr(self.controller, "prepare", None)
             tick_info = getattr(self.controller, "tick_info", None)
             predicted = getattr(self.controller, "predicted_q", None)
@@ -94,6 +139,9 @@ class ControllerClient:
             last_flush = time.monotonic()
             last_heard = time.monotonic()
             heard_any = False
+            realtime = False
+            chaos = None
+            ready_ns = busy_cpu_ns = 0  # when the last tick's work ended, and its CPU after sending
             while not self.stop:
                 if not sock.poll(timeout=100):
                     if time.monotonic() - last_heard > (o.timeout_s if heard_any else o.first_timeout_s):
@@ -101,41 +149,71 @@ class ControllerClient:
                         break
                     continue
                 last_heard, heard_any = time.monotonic(), True
-                frames = sock.recv_multipart()
-                t_recv = time.perf_counter()
-                try:
-                    msg = P.decode(frames, dims)
-                except P.ProtocolError as err:
-                    self.errors.append({"reason": err.reason, "detail": err.detail})
-                    continue
-                if msg.type == P.BYE:
-                    break
-                if msg.type == P.ERROR:
+                batch = [sock.recv_multipart()]
+                while True:  # everything else already waiting: only the newest STATE is answered
                     try:
-                        self.errors.append(msg.json())
+                        batch.append(sock.recv_multipart(flags=zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+                t_recv = time.perf_counter()
+                t_recv_ns, cpu0 = time.monotonic_ns(), time.thread_time_ns()
+                msg, skipped, bye = None, 0, False
+                for frames in batch:
+                    try:
+                        m = P.decode(frames, dims)
                     except P.ProtocolError as err:
-                        self.errors.append({"reason": err.reason, "detail": f"unreadable ERROR: {err.detail}"})
+                        self.errors.append({"reason": err.reason, "detail": err.detail})
+                        continue
+                    if m.type == P.BYE:
+                        bye = True
+                        break
+                    if m.type == P.ERROR:
+                        try:
+                            self.errors.append(m.json())
+                        except P.ProtocolError as err:
+                            self.errors.append({"reason": err.reason, "detail": f"unreadable ERROR: {err.detail}"})
+                    elif m.type == P.CONFIG:
+                        realtime, chaos = self._configured(m, witness_holder)
+                    elif m.type == P.STATE:
+                        skipped += msg is not None
+                        msg = m
+                if msg is None:
+                    if bye:
+                        break
                     continue
-                if msg.type != P.STATE:
-                    continue
+                self.skipped += skipped
+                if chaos is not None and chaos.starts(msg.seq):
+                    time.sleep(chaos.stall_s)
                 a = msg.arrays
                 cmd, phases = self.controller.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
-                    time.sleep(o.delay_s)
-                arrays = P.command_arrays(cmd, -1)  # -1: the plant may hold it for its hold_ticks
+                    if o.burn_s:
+                        _burn(o.burn_s)
+                    else:
+                        time.sleep(o.delay_s)
+                flags = P.REPORT_SOLVER_FAILED if getattr(self.controller, "solver_ok", True) is False else 0
+                stall = _span(witness_holder[0].drain()) if witness_holder[0] is not None else (0, 0)
+                now_ns = time.monotonic_ns()
+                report = [t_recv_ns, time.thread_time_ns() - cpu0, now_ns - t_recv_ns, flags, *stall, ready_ns,
+                          busy_cpu_ns]
+                arrays = P.command_arrays(cmd, -1, report)  # -1: the plant may hold it for its hold_ticks
                 try:
-                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=dims)
+                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=dims, wall_ns=now_ns)
                 except ValueError as err:  # a malformed command: logged here, sent as is, the plant rejects and counts it
                     self.errors.append({"reason": "bad_command", "detail": str(err)})
-                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays)
+                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, wall_ns=now_ns)
+                if realtime and o.transport_delay_ms:  # chaos: the COMMAND spends this long "in transit"
+                    time.sleep(o.transport_delay_ms * 1e-3)
                 sock.send_multipart(frames)
                 t_sent = time.perf_counter()
+                cpu_sent = time.thread_time_ns()
                 P.prepare_decode(P.STATE, dims)  # the next STATE's arrays, off the latency path
                 if prepare is not None:  # e.g. the MPC's preparation phase, off the latency path
                     phases.update(prepare())
                 row = {"tick": msg.seq, "t": msg.t, "tick_ms": (t_sent - t_recv) * 1e3,
-                       "solve_ms": (time.perf_counter() - t_recv) * 1e3,
-                       **{f"{k}_ms": v * 1e3 for k, v in phases.items()}}
+                       "cpu_ms": report[1] * 1e-6, "solve_ms": (time.perf_counter() - t_recv) * 1e3,
+                       **{f"{k}_ms": v * 1e3 for k, v in phases.items()}, "skipped": skipped,
+                       "solver_failed": int(bool(flags))}
                 if tick_info is not None:
                     row.update(tick_info())
                 if predicted is not None and o.log_dir:  # the plan of this tick, for the animation
@@ -146,13 +224,19 @@ class ControllerClient:
                 gc.collect(0)
                 if log_file is not None:
                     if writer is None:
-                        writer = csv.DictWriter(log_file, fieldnames=list(row))
+                        writer = csv.DictWriter(log_file, fieldnames=list(row), extrasaction="ignore")
                         writer.writeheader()
                     writer.writerow(row)
                     if time.monotonic() - last_flush >= 1.0:
                         log_file.flush()
                         last_flush = time.monotonic()
+                ready_ns, busy_cpu_ns = time.monotonic_ns(), time.thread_time_ns() - cpu_sent
+                if bye:
+                    break
         finally:
+            if witness_holder[0] is not None:
+                self.host_stalls = witness_holder[0].summary()
+                witness_holder[0].stop()
             gc.enable()
             gc.unfreeze()
             restore_handlers(old)
@@ -160,6 +244,7 @@ class ControllerClient:
                 log_file.close()
             sock.close(linger=0)
         summary = {"ticks": len(self.rows), "errors": self.errors[:20], "n_errors": len(self.errors),
+                   "skipped_states": self.skipped, "host_stalls": self.host_stalls,
                    "exit_code": self.exit_code,
                    "reason": "plant stopped responding" if self.exit_code == EXIT_PLANT_SILENT else "run ended"}
         if o.log_dir:
@@ -173,3 +258,15 @@ class ControllerClient:
                         stack[k] = plan
                 np.savez(Path(o.log_dir) / "controller_horizon.npz", q=stack)
         return summary
+
+
+def _span(stalls: np.ndarray) -> tuple[int, int]:
+    """(first start, last end) of stalls ((n, 2) ns), (0, 0) if none."""
+    return (int(stalls[:, 0].min()), int(stalls[:, 1].max())) if len(stalls) else (0, 0)
+
+
+def _burn(seconds: float) -> None:
+    """Spend `seconds` of this thread's CPU time (fault injection: a controller too slow)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass

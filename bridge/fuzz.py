@@ -92,8 +92,10 @@ def valid_message(rng: random.Random, dims: P.Dims, seq: int) -> list:
     if kind == 1:
         nu = dims.nu
         gains = [np.full(nu, rng.uniform(0, 100)), np.full(nu, rng.uniform(0, 10))]
-        arrays = [np.full(nu, rng.uniform(-10, 10)), np.zeros(nu), np.zeros(nu), *gains,
-                  np.array([rng.choice([-1, seq, seq + 3])], np.int64)]
+        k = rng.choice([1, 1, 2, 5])
+        arrays = [np.full((k, nu), rng.uniform(-10, 10)), np.zeros((k, nu)), np.zeros((k, nu)), *gains,
+                  np.array([rng.choice([-1, seq, seq + 3])], np.int64), np.arange(k) * 0.01,
+                  np.zeros(len(P.REPORT_FIELDS), np.int64)]
         return P.encode(P.COMMAND, seq, 0.0, arrays)
     n = rng.randrange(0, 50)
     return P.encode(P.PLAN, seq, 0.0, [np.zeros(n), np.zeros((n, dims.nq + dims.nv)), np.zeros((n, dims.nu))])

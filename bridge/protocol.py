@@ -1,10 +1,10 @@
-"""Wire protocol v2 between plant and controller (specified in docs/PROTOCOL.md).
+"""Wire protocol v3 between plant and controller (specified in docs/PROTOCOL.md).
 
 A message is a ZeroMQ multipart message:
     frame 0: header = 32-byte fixed part + 16 bytes per array descriptor (little-endian)
     frame 1..n: one raw array per frame (C order), decoded with numpy.frombuffer
 Fixed part: magic b"LMPC", version u16, type u16, seq u32, sim time f64 (s),
-sender wall clock i64 (ns), array count u32.
+sender clock i64 (CLOCK_MONOTONIC, ns: one clock for both processes on a host), array count u32.
 Descriptor: field id u16, dtype code u8, ndim u8, dim0 u32, dim1 u32, reserved u32.
 
 Every message type has a declared schema (field names, dtypes, shapes from the robot's
@@ -27,8 +27,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from sim.command_plan import MAX_PLAN_S, MAX_SETPOINTS
+
 MAGIC = b"LMPC"
-VERSION = 2  # v2: STATE carries force columns per the robot's dimension and the plant's status
+VERSION = 3  # v3: COMMAND carries K setpoints at stated times and the controller's timing report; the
+# header's clock is CLOCK_MONOTONIC (v2: STATE's force columns per the robot's dimension and status)
 FIXED = struct.Struct("<4sHHIdqI")  # 32 bytes
 DESC = struct.Struct("<HBBIII")  # 16 bytes
 MAX_ARRAYS = 16
@@ -64,8 +67,20 @@ class ProtocolError(ValueError):
         super().__init__(f"{reason}: {detail}")
 
 
-# STATE's "status": how the plant applied the tick before this STATE (the server's tick status)
-STATUS_CODES = {"ok": 0, "hold": 1, "damp": 2, "violation": 3}
+# STATE's "status": how the plant applied the tick before this STATE (the server's tick status):
+# "plan" = a missed tick that followed the horizon of the last COMMAND (sim/command_plan.py)
+STATUS_CODES = {"ok": 0, "hold": 1, "damp": 2, "violation": 3, "plan": 4}
+
+# COMMAND's "report" (int64, REPORT_FIELDS): the controller's own account of the tick, on the
+# shared CLOCK_MONOTONIC (ns; 0 = not known): when STATE was read, the tick's thread CPU time and
+# wall time from STATE read to COMMAND sent, flags (REPORT_SOLVER_FAILED: the command is a
+# fallback, the solver gave no plan this tick), the span of the host stalls the controller's
+# witness saw since its last COMMAND (bridge/witness.py), when the controller finished the
+# previous tick's work after its COMMAND (e.g. the MPC's preparation) and that work's CPU time.
+REPORT_FIELDS = ("state_received_ns", "cpu_ns", "wall_ns", "flags", "stall_from_ns", "stall_to_ns", "ready_ns",
+                 "busy_cpu_ns")
+REPORT_SOLVER_FAILED = 1
+
 
 
 @dataclass(frozen=True)
@@ -96,9 +111,10 @@ class Dims:
 
 
 @lru_cache(maxsize=256)
-def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple], ...]:
+def schema(msg_type: int, dims: Dims | None, k: int = 1) -> tuple[tuple[str, np.dtype, tuple], ...]:
     """(field name, dtype, shape) of each array of a message type. JSON messages carry one
-    u8 array "json" of any length; PLAN arrays have a free first dimension (-1)."""
+    u8 array "json" of any length; PLAN arrays have a free first dimension (-1); a COMMAND
+    carries k setpoints (1 <= k <= MAX_SETPOINTS, read from its first descriptor)."""
     f8, u1, i8 = DTYPES[1], DTYPES[2], DTYPES[3]
     if msg_type in (HELLO, CONFIG, ERROR, BYE):
         return (("json", u1, (-1,)),)
@@ -109,8 +125,9 @@ def schema(msg_type: int, dims: Dims | None) -> tuple[tuple[str, np.dtype, tuple
                 ("force", f8, (dims.nc, dims.nf)), ("status", u1, (1,)))
     if msg_type == COMMAND:
         n = dims.nu
-        return (("tau_ff", f8, (n,)), ("q_des", f8, (n,)), ("v_des", f8, (n,)), ("kp", f8, (n,)),
-                ("kd", f8, (n,)), ("valid_until", i8, (1,)))
+        return (("tau_ff", f8, (k, n)), ("q_des", f8, (k, n)), ("v_des", f8, (k, n)), ("kp", f8, (n,)),
+                ("kd", f8, (n,)), ("valid_until", i8, (1,)), ("t_offset", f8, (k,)),
+                ("report", i8, (len(REPORT_FIELDS),)))
     if msg_type == PLAN:
         return (("t", f8, (-1,)), ("x", f8, (-1, dims.nq + dims.nv)), ("u", f8, (-1, dims.nu)))
     raise ProtocolError("type", f"unknown message type {msg_type}")
@@ -162,22 +179,33 @@ _STRUCT_CODES = {"f": "d", "u": "B", "i": "q"}  # struct letters of DTYPES' kind
 _SIGNATURE = operator.attrgetter("dtype", "shape")
 
 
-def _fixed_layout(msg_type: int, dims: Dims | None) -> _Layout | None:
-    """The _Layout of a message type's schema, or None (free dimensions, or unknown before
-    CONFIG); kept on the Dims, one per message type."""
+def _fixed_layout(msg_type: int, dims: Dims | None, k: int = 1) -> _Layout | None:
+    """The _Layout of a message type's schema (a COMMAND's with k setpoints), or None (free
+    dimensions, or unknown before CONFIG); kept on the Dims, one per message type and k."""
     if dims is None:
         return None
     try:
-        return dims.layouts[msg_type]
+        return dims.layouts[msg_type, k]
     except KeyError:
-        layout = dims.layouts[msg_type] = _make_layout(msg_type, dims)
+        layout = dims.layouts[msg_type, k] = _make_layout(msg_type, dims, k)
         return layout
 
 
-def _make_layout(msg_type: int, dims: Dims) -> _Layout | None:
+def _command_k(head, size: int) -> int:
+    """The setpoint count K of a COMMAND: its first descriptor's dim0 when that array is 2-D
+    (0 when the header is too short or the array is not 2-D)."""
+    if size < FIXED.size + DESC.size:
+        return 0
+    _, _, ndim, d0, _, _ = DESC.unpack_from(head, FIXED.size)
+    return d0 if ndim == 2 else 0
+
+
+def _make_layout(msg_type: int, dims: Dims, k: int = 1) -> _Layout | None:
     """A new _Layout (see there), or None."""
+    if msg_type == COMMAND and not 1 <= k <= MAX_SETPOINTS:
+        return None
     try:
-        fields = schema(msg_type, dims)
+        fields = schema(msg_type, dims, k)
     except ProtocolError:
         return None
     if any(-1 in shape for _, _, shape in fields):
@@ -206,12 +234,12 @@ def _make_layout(msg_type: int, dims: Dims) -> _Layout | None:
                    values, tuple(map(tuple, runs)), tuple(map(tuple, views)))
 
 
-def prepare_decode(msg_type: int, dims: Dims | None) -> None:
+def prepare_decode(msg_type: int, dims: Dims | None, k: int = 1) -> None:
     """Make the arrays of the next `msg_type` message ahead of time (a buffer and its read-only
     views), so that `decode` only copies the message's bytes into them: call it off the latency
     path, e.g. right after sending, while the peer works. A decode without prepared arrays makes
-    its own; at most two sets wait."""
-    fast = _fixed_layout(msg_type, dims)
+    its own; at most two sets wait. k: a COMMAND's expected setpoint count."""
+    fast = _fixed_layout(msg_type, dims, k)
     if fast is not None and len(fast.pool) < 2:
         buffer = bytearray(fast.values.size)
         fast.pool.append((memoryview(buffer), fast.arrays_of(buffer)))
@@ -289,8 +317,11 @@ def encode(msg_type: int, seq: int, t: float, arrays: list[np.ndarray], *, wall_
     array, ValueError naming the field), its descriptors come from a cache, and every frame is
     bytes."""
     head = FIXED.pack(MAGIC, VERSION, msg_type, seq & 0xFFFFFFFF, float(t),
-                      time.time_ns() if wall_ns is None else wall_ns, len(arrays))
-    fast = _fixed_layout(msg_type, dims)
+                      time.monotonic_ns() if wall_ns is None else wall_ns, len(arrays))
+    k = 1
+    if msg_type == COMMAND and arrays and np.ndim(arrays[0]) == 2:
+        k = np.shape(arrays[0])[0]
+    fast = _fixed_layout(msg_type, dims, k)
     if fast is not None:
         if len(arrays) != len(fast.fields):
             raise ValueError(f"{TYPE_NAMES[msg_type]} needs {len(fast.fields)} arrays, got {len(arrays)}")
@@ -323,7 +354,9 @@ def check_command_values(arrays: dict) -> None:
     one exact sum for finiteness, one sort each for the three value fields and the two gains;
     only a COMMAND that fails looks field by field for the error's detail."""
     limit = COMMAND_VALUE_LIMIT
-    values = arrays["tau_ff"].tolist() + arrays["q_des"].tolist() + arrays["v_des"].tolist()
+    if "t_offset" in arrays:
+        _check_offsets(arrays["t_offset"].tolist())
+    values = arrays["tau_ff"].ravel().tolist() + arrays["q_des"].ravel().tolist() + arrays["v_des"].ravel().tolist()
     gains = arrays["kp"].tolist() + arrays["kd"].tolist()
     values.sort()
     gains.sort()
@@ -336,7 +369,7 @@ def check_command_values(arrays: dict) -> None:
             (not gains or (0 <= gains[0] and gains[-1] <= limit)):
         return
     for name in ("tau_ff", "q_des", "v_des", "kp", "kd"):
-        field = arrays[name].tolist()
+        field = arrays[name].ravel().tolist()
         if not field:
             continue
         if not all(map(math.isfinite, field)):  # arrays that did not come from decode
@@ -355,22 +388,44 @@ def check_command(msg: Message) -> None:
     that breaks them is looked at field by field."""
     numbers = msg.numbers
     if numbers is not None:
-        n = len(msg.arrays["tau_ff"])
+        k, n = msg.arrays["tau_ff"].shape
         if not n:
+            _check_offsets(msg.arrays["t_offset"].tolist())
             return
-        values, gains, limit = sorted(numbers[:3 * n]), sorted(numbers[3 * n:5 * n]), COMMAND_VALUE_LIMIT
+        kn = 3 * k * n
+        values, gains, limit = sorted(numbers[:kn]), sorted(numbers[kn:kn + 2 * n]), COMMAND_VALUE_LIMIT
         if -limit <= values[0] and values[-1] <= limit and 0 <= gains[0] and gains[-1] <= limit:
+            _check_offsets(numbers[kn + 2 * n + 1: kn + 2 * n + 1 + k])
             return
     check_command_values(msg.arrays)
 
 
-def command_arrays(cmd, valid_until: int) -> list[np.ndarray]:
-    """The six arrays of a COMMAND from a `sim.protocol.JointCommand` (tau_ff, q_des, v_des,
-    kp, kd as f8: integer gains, e.g. from a TOML file, would otherwise be rejected) and the
-    tick until which it is valid."""
+def _check_offsets(t_offset) -> None:
+    """Raise ProtocolError("value") unless a COMMAND's setpoint times (s after its STATE) start at
+    0, increase strictly and end by MAX_PLAN_S."""
+    if t_offset[0] != 0.0 or t_offset[-1] > MAX_PLAN_S or any(b <= a for a, b in zip(t_offset, t_offset[1:])):
+        shown = [round(x, 6) for x in t_offset[:8]]
+        raise ProtocolError("value", f"t_offset {shown}{'...' if len(t_offset) > 8 else ''}: setpoint times must start "
+                                     f"at 0, increase strictly and end by {MAX_PLAN_S} s")
+
+
+def command_arrays(cmd, valid_until: int, report=None) -> list[np.ndarray]:
+    """The eight arrays of a COMMAND from a `sim.protocol.JointCommand` (one setpoint) or a
+    `sim.command_plan.JointPlan` (K setpoints at its t_offset): tau_ff, q_des, v_des as (K, nu)
+    and kp, kd as f8 (integer gains, e.g. from a TOML file, would otherwise be rejected), the
+    tick until which it is valid, the setpoint times and the report (REPORT_FIELDS; None: zeros,
+    not known)."""
     f8 = np.float64
-    return [np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8),
-            np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([valid_until], dtype=np.int64)]
+    t_offset = getattr(cmd, "t_offset", None)
+    if t_offset is None:
+        rows = [np.asarray(cmd.tau_ff, f8)[None, :], np.asarray(cmd.q_des, f8)[None, :],
+                np.asarray(cmd.v_des, f8)[None, :]]
+        t_offset = np.zeros(1)
+    else:
+        rows = [np.asarray(cmd.tau_ff, f8), np.asarray(cmd.q_des, f8), np.asarray(cmd.v_des, f8)]
+    rep = np.zeros(len(REPORT_FIELDS), np.int64) if report is None else np.asarray(report, np.int64)
+    return [*rows, np.asarray(cmd.kp, f8), np.asarray(cmd.kd, f8), np.array([valid_until], dtype=np.int64),
+            np.asarray(t_offset, f8), rep]
 
 
 def encode_json(msg_type: int, seq: int, t: float, payload: dict) -> list:
@@ -395,7 +450,7 @@ def _decode_fixed(frames: list, dims: Dims | None, expect: tuple[int, ...] | Non
     magic, version, msg_type, seq, t, wall_ns, count = FIXED.unpack_from(head)
     if magic != MAGIC or version != VERSION or (expect is not None and msg_type not in expect):
         return None
-    fast = _fixed_layout(msg_type, dims)
+    fast = _fixed_layout(msg_type, dims, _command_k(head, len(head)) if msg_type == COMMAND else 1)
     if fast is None or count != len(fast.sizes) or len(frames) != 1 + count or head[FIXED.size:] != fast.desc:
         return None
     body = frames[1:]
@@ -443,13 +498,20 @@ def decode(frames: list, dims: Dims | None, *, expect: tuple[int, ...] | None = 
         raise ProtocolError("magic", f"magic {bytes(magic)!r}, expected {MAGIC!r}")
     if version != VERSION:
         raise ProtocolError("version", f"protocol version {version}, this side speaks only version {VERSION}: update "
-                                       "the peer to version 2 (docs/PROTOCOL.md, 'Changes from version 1')")
+                                       f"the peer to version {VERSION} (docs/PROTOCOL.md, 'Changes from version "
+                                       f"{VERSION - 1}')")
     if msg_type not in TYPE_NAMES:
         raise ProtocolError("type", f"unknown message type {msg_type}")
     if expect is not None and msg_type not in expect:
         raise ProtocolError("unexpected", f"{TYPE_NAMES[msg_type]} not expected here "
                                           f"(expected {[TYPE_NAMES[e] for e in expect]})")
-    fields = schema(msg_type, dims)
+    k = 1
+    if msg_type == COMMAND:
+        k = _command_k(head, sizes[0]) or 1  # not 2-D: the descriptor checks below name the fault
+        if k > MAX_SETPOINTS:
+            raise ProtocolError("shape", f"COMMAND's tau_ff must be (K, nu) with 1 <= K <= {MAX_SETPOINTS} setpoints "
+                                         "(2-D even for K = 1)")
+    fields = schema(msg_type, dims, k)
     if count != len(fields) or count > MAX_ARRAYS:
         raise ProtocolError("count", f"{TYPE_NAMES[msg_type]} declares {count} arrays, schema has {len(fields)}")
     if sizes[0] != FIXED.size + count * DESC.size:

@@ -35,9 +35,12 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from sim.chaos import StallSchedule
+from sim.command_plan import CommandKeeper, JointPlan
 from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, actuated_positions, pushed_velocity
 
 from . import protocol as P
+from .attribution import CAUSES, TickRecord, attribute
 from .lifecycle import install_stop_handlers, restore_handlers
 from .security import check_endpoint, secure_server
 
@@ -75,6 +78,8 @@ class ServerOptions:
     once simulated time reaches push_at_s (default: mid-run); 0 = no push. live: an ipc://
     endpoint on which every tick's record is published (ZeroMQ PUB, never blocking: a full queue
     drops the record and counts it, `live_dropped`) for `launch run --live` (`LIVE_FIELDS`).
+    stall_ms, stall_prob, transport_delay_ms, chaos_seed: in lockstep, simulated controller stalls
+    and late COMMANDs (sim/chaos.py); in realtime the controller injects them (ClientOptions).
     """
 
     bind: str = "tcp://127.0.0.1:5555"
@@ -93,6 +98,10 @@ class ServerOptions:
     push_at_s: float | None = None
     push_axis: str = "x"
     live: str | None = None
+    stall_ms: float = 0.0
+    stall_prob: float = 0.0
+    transport_delay_ms: float = 0.0
+    chaos_seed: int = 0
 
     def validate(self) -> "ServerOptions":
         """Raise ValueError naming any bad field; return self."""
@@ -115,6 +124,11 @@ class ServerOptions:
             raise ValueError(f"duration_s must be > 0, got {self.duration_s}")
         if self.push_axis not in PUSH_AXES:
             raise ValueError(f"push_axis must be one of {PUSH_AXES}, got {self.push_axis!r}")
+        for name in ("stall_ms", "transport_delay_ms"):
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"{name} must be finite and >= 0 (ms), got {getattr(self, name)}")
+        if not 0 <= self.stall_prob <= 1:
+            raise ValueError(f"stall_prob must be in [0, 1], got {self.stall_prob}")
         if self.live is not None and not (isinstance(self.live, str) and self.live.startswith("ipc://")):
             raise ValueError(f"live must be an ipc:// endpoint (a local file), got {self.live!r}")
         return self
@@ -131,51 +145,108 @@ LIVE_FIELDS = ("tick", "t", "latency_us", "jitter_us", "missed")
 
 
 class RunLog:
-    """Per-tick timing CSV and trajectory NPZ, flushed at least every second."""
+    """Per-tick timing CSV and trajectory, appended as the run goes; the trajectory NPZ is built
+    once, at the end.
 
-    TICK_FIELDS = ("tick", "t", "wall_ns", "jitter_us", "latency_us", "status", "missed")
+    Every tick appends one fixed-size float64 record (t, q, v, tau, contact, force) to
+    trajectory.bin and one row to plant_ticks.csv; both files are flushed at least every second,
+    so a tick costs the same at tick 1,000,000 as at tick 1. `close` builds trajectory.npz from
+    them; after a SIGKILL, `recover_trajectory(folder)` builds it from trajectory.bin."""
+
+    TICK_FIELDS = ("tick", "t", "wall_ns", "jitter_us", "latency_us", "status", "missed", "cause")
 
     def __init__(self, folder: str | None, model):
         self.folder = Path(folder) if folder else None
         self.rows: list[tuple] = []
         self.traj: dict[str, list] = {"t": [], "q": [], "v": [], "tau": [], "contact": [], "force": []}
         self._last_flush = time.monotonic()
-        self._csv = None
+        self._csv = self._bin = None
+        self.names = {"q": list(model.q_names), "u": list(model.u_names), "contacts": [c.name for c in model.contacts]}
+        self.layout = trajectory_layout(model)
         if self.folder:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._file = open(self.folder / "plant_ticks.csv", "w", newline="")
             self._csv = csv.writer(self._file)
-            self._csv.writerow(self.TICK_FIELDS)
-        self.names = {"q": list(model.q_names), "u": list(model.u_names), "contacts": [c.name for c in model.contacts]}
+            self._csv.writerow(self.TICK_FIELDS[:-1])  # causes are known at the end: misses.csv
+            _write_json_atomically(self.folder / "trajectory_layout.json",
+                                   {"layout": self.layout, "q_names": self.names["q"], "u_names": self.names["u"]})
+            self._bin = open(self.folder / "trajectory.bin", "wb")
 
     def tick(self, row: tuple, state, tau: np.ndarray) -> None:
-        """Record one tick (row in TICK_FIELDS order) and the plant state after it."""
+        """Record one tick (row in TICK_FIELDS order, without the cause) and the plant state after it."""
         self.rows.append(row)
         if self._csv:
             self._csv.writerow(row)
-        for key, value in (("t", state.t), ("q", state.q), ("v", state.v), ("tau", tau),
-                           ("contact", state.contact), ("force", state.force)):
-            self.traj[key].append(value)
+        values = (state.t, state.q, state.v, tau, state.contact, state.force)
+        if self._bin is not None:
+            self._bin.write(np.concatenate([np.ravel(np.asarray(v, np.float64)) for v in values]).tobytes())
+        else:  # no folder: kept in memory for `trajectory`
+            for key, value in zip(("t", "q", "v", "tau", "contact", "force"), values):
+                self.traj[key].append(np.copy(value))
         if time.monotonic() - self._last_flush >= 1.0:
             self.flush()
 
     def flush(self) -> None:
-        """Write everything logged so far to disk (atomic replace for the NPZ)."""
+        """Push what was appended since the last flush to disk (cost: the new rows only)."""
         self._last_flush = time.monotonic()
-        if not self.folder:
-            return
-        self._file.flush()
-        tmp = self.folder / "trajectory.tmp.npz"
-        np.savez(tmp, **{k: np.asarray(v) for k, v in self.traj.items()},
-                 q_names=np.array(self.names["q"]), u_names=np.array(self.names["u"]))
-        tmp.replace(self.folder / "trajectory.npz")
+        if self._csv:
+            self._file.flush()
+        if self._bin is not None:
+            self._bin.flush()
+
+    def trajectory(self) -> dict:
+        """The trajectory so far as arrays (t, q, v, tau, contact, force)."""
+        if self._bin is not None:
+            self.flush()
+            return read_trajectory(self.folder)
+        return {k: np.asarray(v) for k, v in self.traj.items()}
 
     def close(self) -> None:
-        """Final flush and close."""
+        """Final flush, close, and build trajectory.npz."""
         self.flush()
         if self._csv:
             self._file.close()
             self._csv = None
+        if self._bin is not None:
+            self._bin.close()
+            self._bin = None
+            recover_trajectory(self.folder)
+
+
+def trajectory_layout(model) -> list:
+    """(name, shape) of each part of a trajectory.bin record, in order."""
+    nf = 1 + model.n_tangent
+    return [("t", []), ("q", [model.nq]), ("v", [model.nv]), ("tau", [model.nu]), ("contact", [model.nc]),
+            ("force", [model.nc, nf])]
+
+
+def read_trajectory(folder) -> dict:
+    """The arrays of folder/trajectory.bin (every whole record written so far), by
+    trajectory_layout.json; plus q_names and u_names."""
+    folder = Path(folder)
+    info = json.loads((folder / "trajectory_layout.json").read_text())
+    sizes = [int(np.prod(shape)) if shape else 1 for _, shape in info["layout"]]
+    width = sum(sizes)
+    raw = np.fromfile(folder / "trajectory.bin", dtype=np.float64)
+    data = raw[: len(raw) // width * width].reshape(-1, width)
+    out, col = {}, 0
+    for (name, shape), size in zip(info["layout"], sizes):
+        part = data[:, col:col + size]
+        col += size
+        out[name] = part[:, 0] if not shape else part.reshape(len(data), *shape)
+    out["contact"] = out["contact"].astype(bool)
+    return {**out, "q_names": np.array(info["q_names"]), "u_names": np.array(info["u_names"])}
+
+
+def recover_trajectory(folder) -> Path:
+    """Build folder/trajectory.npz from trajectory.bin (what a plant killed mid-run leaves: every
+    whole record written; `read_trajectory`); returns the NPZ's path."""
+    folder = Path(folder)
+    out = read_trajectory(folder)
+    tmp = folder / "trajectory.tmp.npz"
+    np.savez(tmp, **out)
+    tmp.replace(folder / "trajectory.npz")
+    return folder / "trajectory.npz"
 
 
 class PlantServer:
@@ -210,8 +281,14 @@ class PlantServer:
             raise ValueError(f"{m.name}: controller_defaults['safe']['kp'] must be a finite number >= 0 (N m/rad), "
                              f"got {self.safe_kp!r}")
         self.safe_kp = float(self.safe_kp)
-        self.safe: JointCommand | None = None  # the safe command of the current fallback, made at its start
-        self.last_command: JointCommand | None = None
+        self.keeper = CommandKeeper(m.nu, self.joints_q, hold_ticks=options.hold_ticks, safe_kp=self.safe_kp,
+                                    damping_kd=options.damping_kd)
+        self.records: list[TickRecord] = []  # one per tick, for the deadline attribution
+        self.controller_stalls: list[tuple[int, int]] = []  # stall spans the controller reported
+        self.witness = None  # the host-stall witness (realtime runs)
+        self.setpoints = 1  # the last COMMAND's K: the next decode's prepared arrays
+        self.chaos = StallSchedule(stall_ms=options.stall_ms, stall_prob=options.stall_prob, period_s=options.period,
+                                   deadline_s=self._deadline(), seed=options.chaos_seed)
         self.pushed = False
         if options.push_ns and not m.floating_base and options.push_axis not in m.q_names:
             raise ValueError(f"push_ns along {options.push_axis!r} needs a robot with the base coordinate "
@@ -234,17 +311,8 @@ class PlantServer:
                 **({"quaternion_order": "xyzw", "base_velocity_frame": "base"} if m.floating_base else {}),
                 "u_max": m.u_max.tolist(), "q0": m.q0.tolist(), "mode": o.mode, "control_rate_hz": o.control_rate_hz,
                 "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks,
-                "safe_kp": self.safe_kp, "damping_kd": o.damping_kd}
-
-    def _safe_command(self) -> JointCommand:
-        """The safe command (module docstring), made once per fallback from the joint positions
-        at its start, so that the spring holds that pose instead of following the sag."""
-        if self.safe is None:
-            nu, kp = self.model.nu, self.safe_kp
-            q_hold = self.state.q[self.joints_q].astype(float) if kp > 0 else np.zeros(nu)
-            self.safe = JointCommand(np.zeros(nu), q_hold, np.zeros(nu), np.full(nu, kp),
-                                     np.full(nu, self.options.damping_kd))
-        return self.safe
+                "safe_kp": self.safe_kp, "damping_kd": o.damping_kd, "max_setpoints": P.MAX_SETPOINTS,
+                "max_plan_s": P.MAX_PLAN_S, "clock": "CLOCK_MONOTONIC"}
 
     def _deadline(self) -> float:
         return self.options.deadline_s if self.options.deadline_s is not None else 0.9 * self.options.period
@@ -259,7 +327,7 @@ class PlantServer:
         s = self.state
         self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force,
                                                               self.status], dims=self.dims))
-        P.prepare_decode(P.COMMAND, self.dims)  # while the controller works: the reply's arrays
+        P.prepare_decode(P.COMMAND, self.dims, self.setpoints)  # while the controller works: the reply's arrays
 
     def _reject(self, ident: bytes, err: P.ProtocolError, seq: int) -> None:
         self.rejects[err.reason] += 1
@@ -307,9 +375,25 @@ class PlantServer:
             self.counts["plans"] += 1
             return None
         if msg.seq != tick:
+            self._late_report(msg, tick)
             raise P.ProtocolError("sequence", f"COMMAND for tick {msg.seq}, current tick is {tick}")
         P.check_command(msg)
         return msg
+
+    def _late_report(self, msg: P.Message, tick: int) -> None:
+        """Keep a late COMMAND's timing for its tick's attribution (the COMMAND itself is refused:
+        its tick has passed)."""
+        if 0 <= msg.seq < tick and msg.seq < len(self.records):
+            rec = self.records[msg.seq]
+            if not rec.arrival_ns:
+                rec.arrival_ns, rec.command_sent_ns = time.monotonic_ns(), msg.wall_ns
+                rec.report = tuple(msg.arrays["report"].tolist()) if "report" in msg.arrays else None
+                self._note_stall(rec.report)
+
+    def _note_stall(self, report) -> None:
+        """Keep the stall span a controller's report carries (bridge/witness.py)."""
+        if report is not None and report[5] > report[4] > 0:
+            self.controller_stalls.append((report[4], report[5]))
 
     # ------------------------------------------------------------------ loop
     def run(self) -> dict:
@@ -346,6 +430,8 @@ class PlantServer:
             raise
         finally:
             restore_handlers(old)
+            if self.witness is not None:
+                self.witness.stop()
             if self.live is not None:
                 self.live.close(linger=0)
             if self.client is not None:
@@ -394,40 +480,58 @@ class PlantServer:
     def _loop(self) -> dict:
         o = self.options
         period, deadline_s = o.period, self._deadline()
+        deadline_ns = int(round(deadline_s * 1e9))
         n_ticks = None if o.duration_s is None else int(round(o.duration_s / period))
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
         poller.register(self.monitor, zmq.POLLIN)
         realtime = o.mode == "realtime"
-        streak, tick, valid_until = 0, 0, -1
+        spin = realtime and not _under_fifo()  # never spin under SCHED_FIFO (it starves the machine)
+        late_transport = not realtime and o.transport_delay_ms * 1e-3 >= deadline_s
+        tick = 0
         while realtime and self.client is None and not self.stop:  # the clock starts with a controller
             events = dict(poller.poll(timeout=100))
             if self.monitor in events:
                 self._drain_monitor()
             if self.sock in events:
                 self._receive(tick)
+        if realtime:
+            from .witness import StallWitness
+
+            self.witness = StallWitness.start()
         self.joined = False
         t_sched = time.perf_counter()
         while not self.stop and (n_ticks is None or tick < n_ticks):
             if realtime:
-                _sleep_until(t_sched)
+                _sleep_until(t_sched, spin)
             t_send = t_state = time.perf_counter()  # t_state: when STATE(tick) last left (latency's start)
             jitter_us = (t_send - t_sched) * 1e6 if realtime else 0.0
-            if self.client is not None:
+            rec = TickRecord(tick, time.monotonic_ns(), 0)
+            rec.deadline_ns = rec.sent_ns + deadline_ns
+            self.records.append(rec)
+            injected = "host" if not realtime and self.chaos.stalled(tick) else ""
+            if self.client is not None and not injected:
                 self._send_state(tick)
             command = None
             limit = t_send + (deadline_s if realtime else o.lockstep_timeout_s)
-            while command is None and not self.stop:
+            while command is None and not self.stop and not injected:
                 remaining = limit - time.perf_counter()
                 if remaining <= 0:
                     break
-                events = dict(poller.poll(timeout=min(remaining, 0.1) * 1000))
+                # whole milliseconds, rounded up: pyzmq truncates, and poll(0) would spin
+                events = dict(poller.poll(timeout=math.ceil(min(remaining, 0.1) * 1000)))
                 if self.monitor in events:
                     self._drain_monitor()
                 if self.sock in events:
                     msg = self._receive(tick)
                     if msg is not None:
-                        command = msg
+                        rec.arrival_ns, rec.command_sent_ns = time.monotonic_ns(), msg.wall_ns
+                        rec.report = tuple(msg.arrays["report"].tolist())
+                        self._note_stall(rec.report)
+                        if realtime and time.perf_counter() > limit:  # past the deadline while it was read
+                            self.rejects["sequence"] += 1
+                        else:
+                            command = msg
                     elif self.joined:  # a controller (re)connected during this tick: give it the state
                         self.joined = False
                         t_state = time.perf_counter()  # its latency counts from here, not from its HELLO's wait
@@ -436,28 +540,11 @@ class PlantServer:
                     limit = time.perf_counter() + o.lockstep_timeout_s  # lockstep: wait for a controller
             latency_us = (time.perf_counter() - t_state) * 1e6 if command is not None else float("nan")
             if self.stop and command is None:
+                self.records.pop()
                 break
-            if command is not None:
-                a = command.arrays
-                cmd = JointCommand(a["tau_ff"], a["q_des"], a["v_des"], a["kp"], a["kd"])
-                self.last_command, self.safe, streak, status = cmd, None, 0, "ok"
-                valid_until = int(a["valid_until"][0])
-            else:
-                streak += 1
-                self.counts["misses"] += 1
-                held = streak <= o.hold_ticks and (valid_until < 0 or tick <= valid_until)
-                if held and self.last_command is not None:
-                    cmd, status = self.last_command, "hold"
-                else:
-                    cmd, status = self._safe_command(), "damp"
-                self.counts[status] += 1
-            try:
-                self.state = self.plant.step(cmd, period)
-            except ValueError as err:  # a command the plant cannot apply (decode and check_command
-                self.counts["bad_commands"] += 1  # should have refused it already)
-                self.last_command = None
-                self.state = self.plant.step(self._safe_command(), period)
-                status = f"damp ({err})"[:40]
+            if late_transport and command is not None:
+                injected, command = "transport", None
+            status = self._apply(command, tick, rec, injected, deadline_ns, period)
             if self.options.push_ns and not self.pushed and self.state.t >= self._push_time():
                 self._push()
             violation = self.state.violation
@@ -469,9 +556,9 @@ class PlantServer:
                 self.stop = True
             self.status[0] = P.STATUS_CODES.get(status.split(" ")[0], P.STATUS_CODES["damp"])
             self.log.tick((tick, self.state.t, time.time_ns(), round(jitter_us, 1), round(latency_us, 1), status,
-                           int(command is None)), self.state, self.state.tau)
+                           int(rec.missed)), self.state, self.state.tau)
             if self.live is not None:  # after the tick's work: never between STATE and COMMAND
-                self._publish(tick, latency_us, jitter_us, command is None)
+                self._publish(tick, latency_us, jitter_us, rec.missed)
             tick += 1
             t_sched += period
             if realtime and time.perf_counter() - t_sched > 10 * period:
@@ -479,11 +566,64 @@ class PlantServer:
                 self.counts["schedule_resets"] += 1
             if o.log_dir and tick % max(1, int(o.control_rate_hz)) == 0:
                 self._progress(tick, n_ticks)
+        if self.witness is not None:
+            self.witness.stop()
         summary = self.summary(tick)
         if o.log_dir:
             self._progress(tick, n_ticks, done=True)
+            self._write_misses()
             (Path(o.log_dir) / "plant_summary.json").write_text(json.dumps(summary, indent=1))
         return summary
+
+    def _apply(self, command, tick: int, rec: TickRecord, injected: str, deadline_ns: int, period: float) -> str:
+        """Step the plant one control period under the tick's COMMAND (a fresh plan) or what the
+        keeper holds (sim/command_plan.py); mark the tick missed (no fresh plan of the
+        controller's on time: late or lost, its solver failed, or, in lockstep, its CPU time over
+        the deadline) and return the tick's status."""
+        o = self.options
+        keeper = self.keeper
+        if command is not None:
+            a = command.arrays
+            plan = JointPlan(a["t_offset"], a["tau_ff"], a["q_des"], a["v_des"], a["kp"], a["kd"])
+            self.setpoints = plan.k
+            keeper.accept(plan, self.state.t, int(a["valid_until"][0]))
+            status = "ok"
+            rep = rec.report
+            rec.missed = bool(rep[3] & P.REPORT_SOLVER_FAILED) or (o.mode == "lockstep" and rep[1] > deadline_ns)
+        else:
+            rec.missed, rec.injected = True, injected
+            if injected:
+                self.counts[f"injected_{injected}"] += 1
+            status = keeper.status(tick, self.state.t)
+            self.counts[status] += 1
+        if rec.missed:
+            self.counts["misses"] += 1
+        try:
+            self.state = keeper.step(self.plant, self.state, period, status)
+        except ValueError as err:  # a command the plant cannot apply (decode and check_command
+            self.counts["bad_commands"] += 1  # should have refused it already)
+            keeper.drop()
+            self.state = keeper.step(self.plant, self.state, period, "damp")
+            status = f"damp ({err})"[:40]
+        return status
+
+    def _stalls(self) -> np.ndarray:
+        """Every host stall witnessed in this run, both processes', (n, 2) from_ns, to_ns."""
+        own = self.witness.stalls if self.witness is not None else np.zeros((0, 2), np.int64)
+        theirs = np.array(self.controller_stalls, np.int64).reshape(-1, 2)
+        return np.vstack((own, theirs))
+
+    def misses_by_cause(self) -> dict:
+        """The missed ticks counted by cause (bridge/attribution.py), summing to `misses`."""
+        return attribute(self.records, self._stalls(), int(round(self._deadline() * 1e9)),
+                         realtime=self.options.mode == "realtime")
+
+    def _write_misses(self) -> None:
+        """misses.csv in log_dir: tick and cause of every missed tick."""
+        with open(Path(self.options.log_dir) / "misses.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(("tick", "cause"))
+            w.writerows((r.tick, r.cause) for r in self.records if r.missed)
 
     def _publish(self, tick: int, latency_us: float, jitter_us: float, missed: bool) -> None:
         """Send this tick's live record (LIVE_FIELDS, then the state) without blocking."""
@@ -524,7 +664,10 @@ class PlantServer:
         jit = np.abs(np.array([r[3] for r in rows], dtype=float))
         pct = lambda a, p: float(np.percentile(a, p)) if a.size else None  # noqa: E731
         return {"ticks": ticks, "mode": self.options.mode, "control_rate_hz": self.options.control_rate_hz,
-                "deadline_ms": self._deadline() * 1e3, "misses": self.counts["misses"],
+                "deadline_ms": round(self._deadline() * 1e3, 6), "misses": self.counts["misses"],
+                "misses_by_cause": self.misses_by_cause(), "host_stalls": self._host_stalls(),
+                "followed_plan": self.counts["plan"],
+                "injected_ticks": {"stall": self.counts["injected_host"], "transport": self.counts["injected_transport"]},
                 "held": self.counts["hold"], "damped": self.counts["damp"], "hellos": self.counts["hellos"],
                 "rejected": dict(self.rejects), "links": self._links_summary(), "internal_errors": self.counts["internal_errors"],
                 "end_reason": self.end_reason, "plant_violation": self.violation, "fell": self._fell(),
@@ -533,6 +676,15 @@ class PlantServer:
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
                 "options": {**asdict(self.options), "deadline_s": self._deadline(), "safe_kp": self.safe_kp}}
 
+    def _host_stalls(self) -> dict:
+        """count_ge_1ms and max_ms of the host stalls witnessed by both processes (realtime;
+        zeros in lockstep), with the plant's own witness summary apart."""
+        stalls = self._stalls()
+        ms = (stalls[:, 1] - stalls[:, 0]) / 1e6 if len(stalls) else np.zeros(0)
+        return {"count_ge_1ms": int((ms >= 1.0).sum()), "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0,
+                "plant": self.witness.summary() if self.witness is not None else None,
+                "controller_reported": len(self.controller_stalls)}
+
     def _fell(self) -> bool:
         """Whether the robot fell during the run, decided as a run's summary decides it
         (sim.metrics.trajectory_metrics, from the states after each tick): once the base has
@@ -540,8 +692,8 @@ class PlantServer:
         base tilted more than 60 degrees; False for a robot without a base height coordinate."""
         from sim.metrics import base_names, trajectory_metrics
 
-        traj, names = self.log.traj, list(self.model.q_names)
-        if not traj["q"]:
+        traj, names = self.log.trajectory(), list(self.model.q_names)
+        if not len(traj["q"]):
             return False
         z_name = base_names(names)[1]
         q0_z = float(self.model.q0[names.index(z_name)]) if z_name in names else None
@@ -556,8 +708,8 @@ def _hello_version_detail(asked: int) -> str:
     head = f"HELLO asks for protocol {asked_text}; this plant speaks only protocol {P.VERSION}: "
     if asked < P.VERSION:
         return head + (f"update the controller to protocol {P.VERSION} (HELLO's \"protocol\" and the header's version "
-                       f"{P.VERSION}, and read STATE's fifth array, status: docs/PROTOCOL.md, 'Changes from "
-                       "version 1')")
+                       f"{P.VERSION}, COMMAND's (K, nu) setpoints, t_offset and report: docs/PROTOCOL.md, 'Changes "
+                       f"from version {P.VERSION - 1}')")
     return head + (f"send HELLO with \"protocol\": {P.VERSION} and version {P.VERSION} headers if the controller "
                    f"still speaks it, or run a plant that speaks protocol {asked_text}")
 
@@ -575,14 +727,26 @@ def _write_json_atomically(path: Path, info: dict) -> None:
     _write_atomically(path, json.dumps(info))
 
 
-def _sleep_until(t_target: float) -> None:
-    """Sleep until perf_counter() reaches t_target: coarse sleep, then spin the last ~1 ms
-    (the OS may wake a sleeper late on a busy machine; spinning costs one core for 1 ms a tick)."""
+def _under_fifo() -> bool:
+    """True if this process runs under SCHED_FIFO (then nothing may spin)."""
+    try:
+        return os.sched_getscheduler(0) == os.SCHED_FIFO
+    except (AttributeError, OSError):
+        return False
+
+
+def _sleep_until(t_target: float, spin: bool = True) -> None:
+    """Sleep until perf_counter() reaches t_target: coarse sleep, then (spin) spin the last ~1 ms
+    (the OS may wake a sleeper late on a busy machine; spinning costs one core for 1 ms a tick).
+    Under SCHED_FIFO the caller passes spin=False: a FIFO thread that spins starves the machine
+    (the kernel throttles it), and FIFO wakes a sleeper on time anyway."""
     while True:
         remaining = t_target - time.perf_counter()
         if remaining <= 0:
             return
-        if remaining > 1.2e-3:
+        if not spin:
+            time.sleep(remaining)
+        elif remaining > 1.2e-3:
             time.sleep(remaining - 1e-3)
         else:
             while time.perf_counter() < t_target:

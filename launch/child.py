@@ -75,9 +75,13 @@ def serve(folder: Path) -> int:
     opts = ServerOptions(bind="tcp://127.0.0.1:*", mode=sc.mode, control_rate_hz=sc.control_rate_hz,
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
                          log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis,
-                         live=live.read_text().strip() if live.exists() else None)
-    realtime_priority(sc, "plant")  # before the server's ZeroMQ context: its I/O thread inherits it
-    PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start).run()
+                         live=live.read_text().strip() if live.exists() else None, stall_ms=sc.stall_ms,
+                         stall_prob=sc.stall_prob, transport_delay_ms=sc.transport_delay_ms, chaos_seed=sc.seed)
+    server = PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start)  # warms the plant up
+    # after the warm-up (no JIT compiling under FIFO), before the server's ZeroMQ context (its I/O
+    # thread inherits the policy) and its stall witness
+    realtime_priority(sc, "plant")
+    server.run()
     return 0
 
 
@@ -112,7 +116,9 @@ def control(folder: Path) -> int:
         print("controller: the plant never published its endpoint", file=sys.stderr)
         return 2
     realtime_priority(sc, "controller")  # before the client's ZeroMQ context: its I/O thread inherits it
-    client = ControllerClient(endpoint, controller, ClientOptions(log_dir=str(folder), name=sc.controller))
+    client = ControllerClient(endpoint, controller, ClientOptions(
+        log_dir=str(folder), name=sc.controller, stall_ms=sc.stall_ms, stall_prob=sc.stall_prob,
+        transport_delay_ms=sc.transport_delay_ms, chaos_seed=sc.seed))
     summary = client.run()
     if summary["exit_code"]:
         print(f"controller: {summary['reason']}", file=sys.stderr)

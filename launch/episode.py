@@ -16,9 +16,12 @@ import time
 
 import numpy as np
 
+from bridge.attribution import CAUSES
+
 # the columns of an episode's row that come from the episode itself (launch/sweep.py adds the
 # episode index, the varied values and the seed in front)
-RESULT_COLUMNS = ("success", "fell", "plant_violation", "error", "ticks", "misses", "apex_height_m",
+RESULT_COLUMNS = ("success", "fell", "plant_violation", "error", "ticks", "misses", "misses_host", "misses_controller",
+                  "misses_solver", "misses_transport", "misses_unattributed", "apex_height_m",
                   "apex_error_m", "vx_mps", "vx_error_mps", "vy_mps", "yaw_rate_radps", "yaw_rate_error_radps",
                   "solve_p50_ms", "solve_p99_ms", "wall_s",
                   "host", "node_id", "pid")
@@ -31,14 +34,15 @@ def _finite_or_none(x) -> float | None:
 def run_episode(scenario) -> dict:
     """Run `scenario` (a validated lockstep Scenario) closed loop in this process and return its
     row (RESULT_COLUMNS): success (did not fall, plant stayed physical, nothing raised), fell,
-    plant_violation, error ("" or the exception), ticks, misses (controller ticks over their
-    deadline), apex height and forward speed with their errors against the task's targets (m,
+    plant_violation, error ("" or the exception), ticks, misses and misses_<cause> (lockstep
+    causes, bridge/attribution.py), apex height and forward speed with their errors against the task's targets (m,
     m/s; None without a target), a floating base's sideways speed and yaw rate (the latter's
     error too; rad/s), solve time p50/p99 (ms: compute + prepare per tick), wall_s
     (s, the whole episode with plant and controller set-up) and where it ran (host, Ray node id
     or "", pid). An exception in the plant or controller is caught into `error`."""
     t_start = time.perf_counter()
     row = {"success": False, "fell": None, "plant_violation": "", "error": "", "ticks": 0, "misses": None,
+           **{f"misses_{c}": None for c in CAUSES},
            "apex_height_m": None, "apex_error_m": None, "vx_mps": None, "vx_error_mps": None,
            "vy_mps": None, "yaw_rate_radps": None, "yaw_rate_error_radps": None,
            "solve_p50_ms": None, "solve_p99_ms": None}
@@ -81,7 +85,9 @@ def _run(sc) -> dict:
     controller = with_model_errors(make_controller(sc.controller, nominal, **sc.controller_options), sc)
     q0 = sc.initial_configuration(model)  # as launch/child.py's plant starts
     log = run_in_process(plant, controller, duration_s=sc.duration_s, q0=q0, control_rate_hz=sc.control_rate_hz,
-                         push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis)
+                         push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis, hold_ticks=sc.hold_ticks,
+                         stall_ms=sc.stall_ms, stall_prob=sc.stall_prob, transport_delay_ms=sc.transport_delay_ms,
+                         chaos_seed=sc.seed)
     z_name = base_names(list(nominal.q_names))[1]  # as launch/run.py's finalize measures a fall
     q0_z = nominal.q0[nominal.q_names.index(z_name)] if z_name in nominal.q_names else None
     metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z)
@@ -94,6 +100,7 @@ def _run(sc) -> dict:
 
     return {"fell": metrics["fell"], "plant_violation": log["violation"], "ticks": len(rows),
             "misses": int(sum(r.get("missed", 0) for r in rows)),
+            **{f"misses_{c}": sum(1 for r in rows if r.get("cause") == c) for c in CAUSES},
             "apex_height_m": metrics["apex_height_m"],
             "apex_error_m": error(metrics["apex_height_m"], targets.get("apex_height")),
             "vx_mps": metrics["vx_mps"], "vx_error_mps": error(metrics["vx_mps"], targets.get("vx")),

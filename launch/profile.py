@@ -13,9 +13,13 @@ def _fmt(x) -> str:
 def profile_rows(folder: Path) -> list[tuple[str, str]]:
     """(metric, value) rows of one run's latency table."""
     t = latency_table(folder)
-    rows = [("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])),
-            ("plant misses (no command in time)", str(t["misses"])),
-            ("controller overruns (tick > deadline)", str(t["controller_misses"]))]
+    rows = [("mode", str(t["mode"] or "-")), ("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])),
+            ("misses (no fresh command in time)", str(t["misses"]))]
+    rows += [(f"  misses: {cause}", str(n)) for cause, n in t["misses_by_cause"].items()]
+    stalls = t["host_stalls"]
+    if stalls:
+        rows += [("host stalls >= 1 ms", str(stalls.get("count_ge_1ms", 0))),
+                 ("host stall max (ms)", _fmt(stalls.get("max_ms")))]
     for key, label in (("tick_ms", "controller tick"), ("latency_ms", "STATE->COMMAND"), ("jitter_ms", "tick jitter")):
         for p in ("p50", "p90", "p99", "max"):
             rows.append((f"{label} {p} (ms)", _fmt(t[key][p])))

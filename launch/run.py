@@ -237,9 +237,13 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "tick_ms": table["tick_ms"],
         "latency_ms": table["latency_ms"],
         "jitter_ms": table["jitter_ms"],
-        # real time: ticks whose command reached the plant late; lockstep (the plant waits): ticks
-        # whose controller overran its deadline, i.e. would have missed in real time
-        "misses": plant["misses"] if scenario.mode == "realtime" else max(plant["misses"], table["controller_misses"]),
+        # ticks without a fresh command of the controller's in time, each with one cause
+        # (bridge/attribution.py), and the host stalls the two processes witnessed
+        "misses": plant["misses"],
+        "misses_by_cause": plant.get("misses_by_cause"),
+        "host_stalls": {k: v for k, v in (plant.get("host_stalls") or {}).items() if k in ("count_ge_1ms", "max_ms")},
+        "followed_plan_ticks": plant.get("followed_plan"),
+        "injected_ticks": plant.get("injected_ticks"),
         "fell": metrics["fell"],
         "apex_height_m": {"mean": metrics["apex_height_m"], "target": targets.get("apex_height")},
         "vx_mps": {"mean": metrics["vx_mps"], "target": targets.get("vx")},

@@ -45,7 +45,9 @@ def percentiles(a: np.ndarray) -> dict:
 
 def latency_table(folder: Path) -> dict:
     """Per-tick latency figures of a run (ms): controller tick time, command latency seen by the
-    plant, misses, jitter, and the mean of each controller phase."""
+    plant, jitter, the mean of each controller phase, and the plant's count of missed ticks with
+    their causes and the host stalls witnessed (bridge/attribution.py; one count for the run's
+    table, footer, latency.png and summary.json)."""
     ctrl = read_csv(folder / "controller_ticks.csv")
     plant = read_csv(folder / "plant_ticks.csv")
     summary = json.loads((folder / "plant_summary.json").read_text()) if (folder / "plant_summary.json").exists() else {}
@@ -55,10 +57,12 @@ def latency_table(folder: Path) -> dict:
         "deadline_ms": summary.get("deadline_ms"),
         "tick_ms": percentiles(ctrl.get("tick_ms", np.array([]))),
         "solve_ms": percentiles(ctrl.get("solve_ms", ctrl.get("tick_ms", np.array([])))),
-        "controller_misses": int(np.nansum(ctrl.get("missed", np.array([])))),
+        "mode": summary.get("mode"),
+        "misses_by_cause": summary.get("misses_by_cause") or {},
+        "host_stalls": summary.get("host_stalls") or {},
         "latency_ms": percentiles(plant.get("latency_us", np.array([])) / 1e3),
         "jitter_ms": percentiles(np.abs(plant.get("jitter_us", np.array([]))) / 1e3),
-        "misses": int(np.nansum(plant.get("missed", np.array([])))),
+        "misses": summary.get("misses", int(np.nansum(plant.get("missed", np.array([]))))),
         "phases_mean_ms": phases,
     }
 
@@ -70,6 +74,8 @@ def run_robot(folder: Path):
 
     folder = Path(folder)
     for name in ("trajectory.npz", "scenario.json"):
+        if name == "trajectory.npz" and (folder / "trajectory.bin").exists():
+            continue  # a plant killed mid-run: `trajectory` builds the NPZ from what it appended
         if not (folder / name).exists():
             raise ValueError(f"{folder} is not a run folder (no {name}); runs are under runs/")
     try:
@@ -89,7 +95,13 @@ def run_robot(folder: Path):
 
 
 def trajectory(folder: Path) -> dict[str, np.ndarray]:
-    """The logged trajectory (t, q, v, tau, contact, force, q_names, u_names)."""
+    """The logged trajectory (t, q, v, tau, contact, force, q_names, u_names); after a plant was
+    killed mid-run, trajectory.npz is first built from its trajectory.bin (bridge.server.RunLog)."""
+    folder = Path(folder)
+    if not (folder / "trajectory.npz").exists() and (folder / "trajectory.bin").exists():
+        from bridge.server import recover_trajectory
+
+        recover_trajectory(folder)
     with np.load(folder / "trajectory.npz") as data:
         return {k: data[k] for k in data.files}
 
@@ -262,8 +274,7 @@ def write_plots(folder: Path) -> list[Path]:
             ax.axvline(deadline, color="red", ls="--", label=f"deadline {deadline:.1f} ms")
         ax.set_xlabel("ms")
         ax.legend(fontsize=8)
-    misses = int(np.nansum(plant.get("missed", np.array([]))))
-    h.set_title(f"latency histogram ({misses} misses of {len(lat_ms)} ticks)")
+    h.set_title(f"latency histogram: {misses_text(summary)}", fontsize=8)
     c.set_title("CDF")
     c.set_ylabel("fraction of ticks")
     fig.tight_layout()
@@ -298,14 +309,25 @@ def run_failure(summary: dict) -> str:
     return ""
 
 
+def misses_text(summary: dict) -> str:
+    """"N misses of T ticks (host a, controller b, ...)" and the host stalls, from a plant's or a
+    run's summary: the one wording of the run's footer, table and latency.png."""
+    causes = summary.get("misses_by_cause") or {}
+    text = f"{summary.get('misses', 0)} misses of {summary.get('ticks', 0)} ticks"
+    nonzero = [f"{c} {n}" for c, n in causes.items() if n]
+    text += f" ({', '.join(nonzero)})" if nonzero else ""
+    stalls = summary.get("host_stalls") or {}
+    if summary.get("mode") == "realtime" and stalls:
+        text += f"; host stalls >= 1 ms: {stalls.get('count_ge_1ms', 0)}, longest {stalls.get('max_ms', 0):.1f} ms"
+    return text
+
+
 def outcome_line(summary: dict) -> str:
-    """One line for the console: fell, misses (with what they count in this run's mode) and
-    rejected messages of a run's summary.json; for the 3D MPC a second line with its plan check
-    (ticks corrected, restarts, QP at its cap) and horizon."""
-    what = ("commands late at the plant" if summary.get("mode") == "realtime"
-            else "controller ticks over the deadline, lockstep")
+    """One line for the console: fell, misses by cause (`misses_text`) and rejected messages of
+    a run's summary.json; for the 3D MPC a second line with its plan check (ticks corrected,
+    restarts, QP at its cap) and horizon."""
     rejected = summary.get("rejected") or 0
-    line = f"fell: {summary['fell']}   misses: {summary['misses']} ({what})   rejected messages: {rejected}"
+    line = f"fell: {summary['fell']}   {misses_text(summary)}   rejected messages: {rejected}"
     if summary.get("plan_inconsistent_ticks") is not None:  # the 3D MPC's own word on its plans
         line += (f"\nplan check: {summary['plan_inconsistent_ticks']} of {summary['ticks']} ticks corrected, "
                  f"{summary.get('plan_restarts') or 0} restarts, QP at its iteration cap on "

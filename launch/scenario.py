@@ -40,7 +40,11 @@ class Scenario:
     deviations of Gaussian noise on the q and v the controller sees, drawn from `seed`.
     rt_priority: in realtime mode, both processes run under the SCHED_FIFO scheduler at this
     priority (1-99) as a robot's control processes do; 0 leaves them to the normal scheduler. A
-    process that may not (no CAP_SYS_NICE) says so in its log and runs normally."""
+    process that may not (no CAP_SYS_NICE) says so in its log and runs normally.
+
+    Chaos (sim/chaos.py): the controller stalls stall_ms (ms) before answering on a fraction
+    stall_prob of ticks, drawn from `seed`, and each COMMAND spends transport_delay_ms (ms) more
+    in transit; really in realtime, simulated (deterministically) in lockstep."""
 
     name: str
     robot: str
@@ -65,6 +69,9 @@ class Scenario:
     sensor_noise_q: float = 0.0
     sensor_noise_v: float = 0.0
     rt_priority: int = 0
+    stall_ms: float = 0.0
+    stall_prob: float = 0.0
+    transport_delay_ms: float = 0.0
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
 
@@ -131,6 +138,10 @@ class Scenario:
                 and 0 <= self.rt_priority <= 99):
             raise ValueError(f"scenario {self.name!r}: rt_priority must be an integer in [0, 99] (0: the normal "
                              f"scheduler), got {self.rt_priority!r}")
+        for name, high in (("stall_ms", 10_000.0), ("transport_delay_ms", 10_000.0), ("stall_prob", 1.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
+                raise ValueError(f"scenario {self.name!r}: {name} must be a number in [0, {high:g}], got {value!r}")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         _check_model_errors(self)

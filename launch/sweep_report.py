@@ -17,7 +17,8 @@ import numpy as np
 from .episode import RESULT_COLUMNS
 
 BOOL_COLUMNS = ("success", "fell")
-INT_COLUMNS = ("episode", "seed", "ticks", "misses", "pid")
+INT_COLUMNS = ("episode", "seed", "ticks", "misses", "misses_host", "misses_controller", "misses_solver",
+               "misses_transport", "misses_unattributed", "pid")
 TEXT_COLUMNS = ("plant_violation", "error", "host", "node_id", "code_version")
 
 

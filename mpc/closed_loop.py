@@ -8,7 +8,12 @@ noise. `python -m launch run` is the real two-process loop.
     log["q"] (ticks, nq), log["contact"], log["rows"] (controller records per tick)
 
 Like the plant server, the loop ends early when the plant reports a broken invariant
-(PlantState.violation); log["violation"] says which ("" when the run went to its end).
+(PlantState.violation); log["violation"] says which ("" when the run went to its end), and it
+treats a tick as the lockstep plant server does: the controller's command (a JointCommand or a
+JointPlan) goes through the same `sim.command_plan.CommandKeeper`; a tick is missed when the
+controller's thread CPU time exceeds the deadline (cause `controller`), its solver failed
+(`solver`), or a simulated stall or late COMMAND (sim/chaos.py) lost it (`host`, `transport`);
+each row carries `missed` and `cause`.
 """
 from __future__ import annotations
 
@@ -16,20 +21,34 @@ import time
 
 import numpy as np
 
-from sim.protocol import pushed_velocity
+from sim.chaos import StallSchedule
+from sim.command_plan import CommandKeeper, JointPlan
+from sim.protocol import actuated_positions, pushed_velocity
 
 
 def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: np.ndarray | None = None,
                    control_rate_hz: float = 100.0, push_ns: float = 0.0, push_at_s: float | None = None,
-                   push_axis: str = "x") -> dict:
+                   push_axis: str = "x", hold_ticks: int = 3, safe_kp: float | None = None, damping_kd: float = 1.0,
+                   stall_ms: float = 0.0, stall_prob: float = 0.0, transport_delay_ms: float = 0.0,
+                   chaos_seed: int = 0) -> dict:
     """Run `controller` on `plant` for duration_s simulated seconds; returns the logged arrays
-    (t, q, v, contact), per-tick controller rows (phases in ms plus tick_info fields) and the
-    plant's violation ("" unless the plant left physics, which ends the loop after that tick).
-    push_ns: impulse (N s) on the base along push_axis ("x" or "z") at push_at_s (default mid-run)."""
+    (t, q, v, contact), per-tick rows (phases in ms, tick_info fields, cpu_ms, missed, cause,
+    status) and the plant's violation ("" unless the plant left physics, which ends the loop
+    after that tick). push_ns: impulse (N s) on the base along push_axis at push_at_s (default
+    mid-run). hold_ticks, safe_kp (None: the robot's), damping_kd: the plant's fallback
+    (sim/command_plan.py); stall_ms, stall_prob, transport_delay_ms, chaos_seed: simulated chaos
+    (sim/chaos.py). The deadline is 0.9 of the control period, the plant server's default."""
     if not duration_s > 0 or not control_rate_hz > 0:
         raise ValueError(f"duration_s and control_rate_hz must be > 0, got {duration_s}, {control_rate_hz}")
     model = plant.model
     period = 1.0 / control_rate_hz
+    deadline_ns = int(0.9 * period * 1e9)
+    kp = model.controller_defaults.get("safe", {}).get("kp", 0.0) if safe_kp is None else safe_kp
+    keeper = CommandKeeper(model.nu, actuated_positions(model), hold_ticks=hold_ticks, safe_kp=float(kp),
+                           damping_kd=damping_kd)
+    chaos = StallSchedule(stall_ms=stall_ms, stall_prob=stall_prob, period_s=period, deadline_s=0.9 * period,
+                          seed=chaos_seed)
+    late_transport = transport_delay_ms * 1e-3 >= 0.9 * period
     state = plant.reset(np.asarray(q0, float), v0)
     push_at = 0.5 * duration_s if push_at_s is None else push_at_s
     pushed = not push_ns
@@ -37,16 +56,28 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
     info = getattr(controller, "tick_info", None)
     log = {"t": [], "q": [], "v": [], "contact": [], "rows": []}
     violation = ""
-    for _ in range(int(round(duration_s / period))):
-        t0 = time.perf_counter()
-        cmd, phases = controller.compute(state.t, state.q, state.v, state.contact)
-        t_sent = time.perf_counter()
-        if prepare is not None:
-            phases.update(prepare())
-        row = {"t": state.t, "tick_ms": (t_sent - t0) * 1e3, "solve_ms": (time.perf_counter() - t0) * 1e3,
-               **{f"{k}_ms": v * 1e3 for k, v in phases.items()}, **(info() if info is not None else {})}
+    for tick in range(int(round(duration_s / period))):
+        if chaos.stalled(tick):
+            row = {"t": state.t, "missed": 1, "cause": "host"}
+        else:
+            t0, cpu0 = time.perf_counter(), time.thread_time_ns()
+            cmd, phases = controller.compute(state.t, state.q, state.v, state.contact)
+            cpu = time.thread_time_ns() - cpu0
+            t_sent = time.perf_counter()
+            failed = getattr(controller, "solver_ok", True) is False
+            if prepare is not None:
+                phases.update(prepare())
+            cause = "controller" if cpu > deadline_ns else "solver" if failed else \
+                "transport" if late_transport else ""
+            row = {"t": state.t, "tick_ms": (t_sent - t0) * 1e3, "cpu_ms": cpu * 1e-6,
+                   "solve_ms": (time.perf_counter() - t0) * 1e3, **{f"{k}_ms": v * 1e3 for k, v in phases.items()},
+                   **(info() if info is not None else {}), "missed": int(bool(cause)), "cause": cause}
+            if cause != "transport":
+                keeper.accept(JointPlan.of(cmd), state.t)
+        status = "ok" if row["cause"] in ("", "controller", "solver") else keeper.status(tick, state.t)
+        row["status"] = status
         log["rows"].append(row)
-        state = plant.step(cmd, period)
+        state = keeper.step(plant, state, period, status)
         if not pushed and state.t >= push_at:
             state = plant.reset(state.q.copy(), pushed_velocity(model, state.q, state.v, push_ns, push_axis), state.t)
             pushed = True

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from bridge import protocol as P
 from bridge.client import ClientOptions, ControllerClient
 from bridge.fuzz import hostile_message, is_probe_reply, probe
-from bridge.server import PlantServer, ServerOptions
+from bridge.server import PlantServer, ServerOptions, recover_trajectory
 from mpc.controllers import make_controller
 from robots import get_robot
 from sim.registry import make_plant
@@ -115,7 +115,10 @@ def _hello(**fields) -> list:
 def _command(seq: int = 0, valid_until: int = -1, **override) -> list:
     arrays = {"tau_ff": np.zeros(NU), "q_des": MODEL.q0[2:].copy(), "v_des": np.zeros(NU), "kp": np.full(NU, 40.0),
               "kd": np.ones(NU), **override}
-    return P.encode(P.COMMAND, seq, 0.0, [*arrays.values(), np.array([valid_until], np.int64)])
+    a = list(arrays.values())
+    a[:3] = [np.asarray(x)[None, :] if np.ndim(x) == 1 else x for x in a[:3]]  # (K = 1, nu)
+    return P.encode(P.COMMAND, seq, 0.0, [*a, np.array([valid_until], np.int64), np.zeros(len(a[0])),
+                                          np.zeros(len(P.REPORT_FIELDS), np.int64)])
 
 
 def _patched(frames: list, offset: int, fmt: str, value) -> list:
@@ -125,6 +128,7 @@ def _patched(frames: list, offset: int, fmt: str, value) -> list:
 
 
 D0 = P.FIXED.size  # first descriptor's offset
+D3 = D0 + 3 * P.DESC.size  # kp's descriptor: a 1-D array (tau_ff, the first, is (K, nu))
 
 
 # case -> (frames, the reason docs/PROTOCOL.md names); sent by a peer that has not said HELLO
@@ -133,8 +137,8 @@ STRANGER_CASES = {
     "empty delimiter frame before a HELLO (REQ style)": ([b"", *_hello()], "truncated"),
     "short header": ([b"LMPC\x01\x00"], "truncated"),
     "magic": (_patched(_command(), 0, "<4s", b"XXXX"), "magic"),
-    "header version 1": (_patched(_command(), 4, "<H", 1), "version"),
-    "header version 3": (_patched(_command(), 4, "<H", 3), "version"),
+    "header version 2": (_patched(_command(), 4, "<H", 2), "version"),
+    "header version 4": (_patched(_command(), 4, "<H", 4), "version"),
     "unknown type": (_patched(_command(), 6, "<H", 99), "type"),
     "STATE from a controller": (P.encode(P.STATE, 0, 0.0, [np.zeros(4), np.zeros(4), np.zeros(1, np.uint8),
                                                            np.zeros((1, 2)), np.zeros(1, np.uint8)]), "unexpected"),
@@ -148,13 +152,13 @@ STRANGER_CASES = {
     "NaN in q_des": (_command(q_des=np.full(NU, np.nan)), "non_finite"),
     "infinite time": (_patched(_command(), 12, "<d", float("inf")), "non_finite"),
     "field id": (_patched(_command(), D0, "<H", 3), "descriptor"),
-    "ndim 3": (_patched(_command(), D0 + 3, "<B", 3), "descriptor"),
-    "ndim 0": (_patched(_command(), D0 + 3, "<B", 0), "descriptor"),
-    "dim1 on a 1-D array": (_patched(_command(), D0 + 8, "<I", 1), "descriptor"),
-    "reserved": (_patched(_command(), D0 + 12, "<I", 7), "descriptor"),
-    "dtype": (_patched(_command(), D0 + 2, "<B", 3), "dtype"),
-    "ndim 2 for a vector": (_patched(_command(), D0 + 3, "<B", 2), "shape"),
-    "dim0": (_patched(_command(), D0 + 4, "<I", NU + 1), "shape"),
+    "ndim 3": (_patched(_command(), D3 + 3, "<B", 3), "descriptor"),
+    "ndim 0": (_patched(_command(), D3 + 3, "<B", 0), "descriptor"),
+    "dim1 on a 1-D array": (_patched(_command(), D3 + 8, "<I", 1), "descriptor"),
+    "reserved": (_patched(_command(), D3 + 12, "<I", 7), "descriptor"),
+    "dtype": (_patched(_command(), D3 + 2, "<B", 3), "dtype"),
+    "ndim 2 for a vector": (_patched(_command(), D3 + 3, "<B", 2), "shape"),
+    "dim0": (_patched(_command(), D3 + 4, "<I", NU + 1), "shape"),
     "frame length": ([*_command()[:1], b"\x00" * 8, *_command()[2:]], "size"),
     "PLAN with N disagreeing": (P.encode(P.PLAN, 0, 0.0, [np.zeros(3), np.zeros((4, 8)), np.zeros((3, 2))]), "shape"),
     "array frame over 1 MiB": (P.encode(P.PLAN, 0, 0.0, [np.zeros(140_000), np.zeros((140_000, 8))[:1],
@@ -178,7 +182,8 @@ STRANGER_CASES = {
     "HELLO protocol string": (_json(b'{"protocol": "1"}'), "field"),
     "HELLO robot not a string": (_json(b'{"protocol": 1, "robot": 5}'), "field"),
     "HELLO protocol 1 (a version-1 peer)": (_hello(protocol=1), "version"),
-    "HELLO protocol 3": (_hello(protocol=3), "version"),
+    "HELLO protocol 2 (a version-2 peer)": (_hello(protocol=2), "version"),
+    "HELLO protocol 4": (_hello(protocol=4), "version"),
     "HELLO for another robot": (_hello(robot="quadruped"), "robot"),
 }
 
@@ -439,7 +444,8 @@ def test_sigkill_to_the_plant_loses_at_most_the_last_second(tmp_path):
     log = tmp_path / "log"
     rows = (log / "plant_ticks.csv").read_text().strip().splitlines()[1:]
     assert len(rows) >= ticks_before - 1  # everything up to 1.3 s before the kill is on disk
-    assert len(np.load(log / "trajectory.npz")["t"]) >= ticks_before - 1
+    assert not (log / "trajectory.npz").exists()  # built at the end; after SIGKILL, from trajectory.bin:
+    assert len(np.load(recover_trajectory(log))["t"]) >= ticks_before - 1
 
 
 class _ChangesAtTick:
@@ -513,10 +519,10 @@ def test_a_hello_of_another_version_is_told_which_version_the_plant_speaks(live)
     """Issue 43: the detail of ERROR `version` for HELLO protocol 1 gave no hint what to change."""
     stranger = live.peer()
     try:
-        for asked, advice in ((1, "update the controller to protocol 2"), (3, "run a plant that speaks protocol 3")):
+        for asked, advice in ((2, "update the controller to protocol 3"), (4, "run a plant that speaks protocol 4")):
             errors = [m.json() for m in live.exchange(stranger, _hello(protocol=asked)) if m.type == P.ERROR]
             assert [e["reason"] for e in errors] == ["version"]
-            assert f"HELLO asks for protocol {asked}; this plant speaks only protocol 2" in errors[0]["detail"]
+            assert f"HELLO asks for protocol {asked}; this plant speaks only protocol 3" in errors[0]["detail"]
             assert advice in errors[0]["detail"]
     finally:
         stranger.close()

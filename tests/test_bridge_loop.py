@@ -18,6 +18,7 @@ import pytest
 import zmq
 
 from bridge import protocol as P
+from sim.protocol import JointCommand
 from bridge.client import EXIT_PLANT_SILENT, ClientOptions, ControllerClient
 from bridge.security import make_keys
 from bridge.server import PlantServer, ServerOptions
@@ -45,7 +46,7 @@ def _run_lockstep(endpoint: str) -> np.ndarray:
     th, _ = _client_thread(endpoint)
     server.run()
     th.join(10)
-    return np.array(server.log.traj["q"])
+    return np.array(server.log.trajectory()["q"])
 
 
 def test_lockstep_runs_are_identical(tmp_path):
@@ -67,6 +68,11 @@ def test_integer_gains_reach_the_plant_as_float64(tmp_path):
     assert sum(summary["rejected"].values()) == 0 and summary["misses"] == 0
 
 
+def _v3(fields: list, valid_until: int) -> list:
+    """The v3 COMMAND arrays of one setpoint (tau_ff, q_des, v_des, kp, kd) and valid_until."""
+    return P.command_arrays(JointCommand(*fields), valid_until)
+
+
 def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path):
     endpoint = f"ipc://{tmp_path}/p"
     server = _server(endpoint, duration_s=0.05, log_dir=str(tmp_path / "log"))
@@ -77,11 +83,11 @@ def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path)
         sock = zmq.Context.instance().socket(zmq.DEALER)
         sock.connect(endpoint)
         good = [np.zeros(2), np.zeros(2), np.zeros(2), np.full(2, 40.0), np.ones(2)]
-        sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, good + [np.ones(1, np.int64)]))  # before HELLO
+        sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, _v3(good, 1)))  # before HELLO
         sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": "hopper"}))
         sock.send_multipart([b"garbage"])
-        sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, [np.full(2, np.nan)] + good[1:] + [np.ones(1, np.int64)]))
-        sock.send_multipart(P.encode(P.COMMAND, 99, 0.0, good + [np.ones(1, np.int64)]))  # wrong tick
+        sock.send_multipart(P.encode(P.COMMAND, 0, 0.0, _v3([np.full(2, np.nan)] + good[1:], 1)))
+        sock.send_multipart(P.encode(P.COMMAND, 99, 0.0, _v3(good, 1)))  # wrong tick
         while True:
             if not sock.poll(5000):
                 return
@@ -90,7 +96,7 @@ def test_malformed_messages_are_answered_counted_and_the_run_completes(tmp_path)
             if msg.type == P.BYE:
                 return
             if msg.type == P.STATE:
-                sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, good + [np.ones(1, np.int64)]))
+                sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, _v3(good, 1)))
 
     th = threading.Thread(target=bad_then_good, daemon=True)
     th.start()

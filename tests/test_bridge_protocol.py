@@ -88,7 +88,8 @@ def test_unexpected_type_and_missing_config():
 
 
 def test_encode_with_dims_matches_the_general_encoder_and_checks_each_field():
-    cmd = [np.arange(2.0), np.ones(2), np.zeros(2), np.full(2, 5.0), np.full(2, 0.5), np.array([8], np.int64)]
+    cmd = [np.arange(2.0)[None, :], np.ones((1, 2)), np.zeros((1, 2)), np.full(2, 5.0), np.full(2, 0.5),
+           np.array([8], np.int64), np.zeros(1), np.arange(8, dtype=np.int64)]
     state = [np.arange(4.0), np.zeros(4), np.array([1], np.uint8), np.ones((1, 2)), np.array([2], np.uint8)]
     for msg_type, arrays in ((P.COMMAND, cmd), (P.STATE, state)):
         fast = P.encode(msg_type, 7, 1.25, arrays, wall_ns=11, dims=DIMS)
@@ -96,9 +97,9 @@ def test_encode_with_dims_matches_the_general_encoder_and_checks_each_field():
         assert [bytes(memoryview(f).cast("B")) for f in fast] == [bytes(memoryview(f).cast("B")) for f in slow]
     with pytest.raises(ValueError, match="kp: int64"):  # integer gains must be converted by the caller
         P.encode(P.COMMAND, 7, 1.25, cmd[:3] + [np.array([5, 5])] + cmd[4:], dims=DIMS)
-    with pytest.raises(ValueError, match=r"q_des: float64 \(3,\)"):
-        P.encode(P.COMMAND, 7, 1.25, cmd[:1] + [np.ones(3)] + cmd[2:], dims=DIMS)
-    with pytest.raises(ValueError, match="needs 6 arrays"):
+    with pytest.raises(ValueError, match=r"q_des: float64 \(1, 3\)"):
+        P.encode(P.COMMAND, 7, 1.25, cmd[:1] + [np.ones((1, 3))] + cmd[2:], dims=DIMS)
+    with pytest.raises(ValueError, match="needs 8 arrays"):
         P.encode(P.COMMAND, 7, 1.25, cmd[:5], dims=DIMS)
 
 
@@ -153,8 +154,10 @@ def test_any_robot_shape_round_trips_and_its_byte_flips_are_refused_cleanly(nq, 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
              rng.normal(size=(dims.nc, dims.nf)), np.array([rng.integers(0, 4)], np.uint8)]
-    command = [rng.normal(size=nu) for _ in range(3)] + [rng.uniform(0, 5, nu) for _ in range(2)] + \
-        [np.array([rng.integers(-1, 100)], np.int64)]
+    k = int(rng.integers(1, 6))
+    command = [rng.normal(size=(k, nu)) for _ in range(3)] + [rng.uniform(0, 5, nu) for _ in range(2)] + \
+        [np.array([rng.integers(-1, 100)], np.int64), np.arange(k) * 0.01,
+         rng.integers(0, 2**40, len(P.REPORT_FIELDS))]
     for msg_type, arrays in ((P.STATE, state), (P.COMMAND, command)):
         frames = P.encode(msg_type, 3, 0.03, arrays, dims=dims)
         msg = P.decode(frames, dims)
@@ -187,7 +190,9 @@ def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc,
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
              rng.normal(size=(dims.nc, dims.nf)), np.array([rng.integers(0, 4)], np.uint8)]
-    command = [rng.normal(size=nu) for _ in range(5)] + [np.array([rng.integers(-1, 100)], np.int64)]
+    k = int(rng.integers(1, 6))
+    command = [rng.normal(size=(k, nu)) for _ in range(3)] + [rng.normal(size=nu) for _ in range(2)] + \
+        [np.array([rng.integers(-1, 100)], np.int64), np.arange(k) * 0.01, rng.integers(0, 2**40, len(P.REPORT_FIELDS))]
     for msg_type, arrays in ((P.STATE, state), (P.COMMAND, command)):
         raw = [bytearray(memoryview(f).cast("B")) for f in P.encode(msg_type, 3, 0.03, arrays, dims=dims)]
         for i, j, x in flips:
@@ -296,7 +301,9 @@ def test_check_command_agrees_with_the_value_check_of_the_arrays(values, signs, 
     values = [-v if sign else v for v, sign in zip(values, signs)] + values[6:]  # gains (the last 4) >= 0
     for i, bad in breaks:  # none, one or two values at or beyond a bound
         values[i] = bad
-    arrays = [np.array(values[2 * i:2 * i + 2]) for i in range(5)] + [np.array([5], np.int64)]
+    arrays = [np.array(values[2 * i:2 * i + 2])[None, :] for i in range(3)] + \
+        [np.array(values[2 * i:2 * i + 2]) for i in range(3, 5)] + \
+        [np.array([5], np.int64), np.zeros(1), np.zeros(len(P.REPORT_FIELDS), np.int64)]
     msg = P.decode(P.encode(P.COMMAND, 1, 0.0, arrays, dims=dims), dims)
     outcomes = []
     for check in (lambda: P.check_command(msg), lambda: P.check_command_values(msg.arrays)):

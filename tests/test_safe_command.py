@@ -16,6 +16,7 @@ import pytest
 import zmq
 
 from bridge import protocol as P
+from sim.protocol import JointCommand
 from bridge.server import PlantServer, ServerOptions
 from robots import get_robot
 from sim.registry import make_plant
@@ -47,7 +48,7 @@ def _pose_controller(endpoint: str, pose: np.ndarray, seconds: float, stop: thre
             t_end = msg.t + seconds if t_end is None else t_end
             if msg.t >= t_end:
                 break
-            cmd = [np.zeros(nu), pose, np.zeros(nu), np.full(nu, 60.0), np.full(nu, 2.0), np.array([-1], np.int64)]
+            cmd = P.command_arrays(JointCommand(np.zeros(nu), pose, np.zeros(nu), np.full(nu, 60.0), np.full(nu, 2.0)), -1)
             sock.send_multipart(P.encode(P.COMMAND, msg.seq, msg.t, cmd, dims=DIMS))
             sent += 1
     finally:
@@ -74,7 +75,7 @@ def _choreography(tmp_path, safe_kp):
     stop.set()
     th.join(10)
     statuses = [row[5] for row in server.log.rows]
-    q = np.array(server.log.traj["q"])
+    q = np.array(server.log.trajectory()["q"])
     return server, summary, statuses, q
 
 

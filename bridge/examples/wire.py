@@ -1,21 +1,23 @@
-"""The wire format of docs/PROTOCOL.md (version 2) in numpy and struct, and the answering loop, for the
+"""The wire format of docs/PROTOCOL.md (version 3) in numpy and struct, and the answering loop, for the
 stand-alone example controllers beside it (no import of this project)."""
 import json
 import struct
+import time
 
 import numpy as np
 
-VERSION = 2
+VERSION = 3
 FIXED = struct.Struct("<4sHHIdqI")
 DESC = struct.Struct("<HBBIII")
 HELLO, CONFIG, STATE, COMMAND, ERROR, BYE = 1, 2, 3, 4, 6, 7
 F8, U1, I8 = 1, 2, 3
-STATUS = {0: "ok", 1: "hold", 2: "damp", 3: "violation"}  # STATE's status codes
+STATUS = {0: "ok", 1: "hold", 2: "damp", 3: "violation", 4: "plan"}  # STATE's status codes
+REPORT_LEN = 8  # COMMAND's report: 8 int64 (zeros: "not known", docs/PROTOCOL.md)
 
 
 def message(msg_type, seq, t, arrays):
     """Header frame + one frame per (dtype code, array)."""
-    head = FIXED.pack(b"LMPC", VERSION, msg_type, seq, t, 0, len(arrays))
+    head = FIXED.pack(b"LMPC", VERSION, msg_type, seq, t, time.monotonic_ns(), len(arrays))
     for i, (code, a) in enumerate(arrays):
         dims = a.shape + (0,) * (2 - a.ndim)
         head += DESC.pack(i, code, a.ndim, dims[0], dims[1], 0)
@@ -28,10 +30,15 @@ def hello(name, robot=None):
     return message(HELLO, 0, 0.0, [(U1, np.frombuffer(json.dumps(payload).encode(), np.uint8))])
 
 
-def command(seq, t, tau_ff, q_des, v_des, kp, kd, valid_until=-1):
-    """A COMMAND's frames (valid_until -1: the plant may hold it for its hold_ticks)."""
-    arrays = [(F8, np.asarray(a, dtype="<f8")) for a in (tau_ff, q_des, v_des, kp, kd)]
-    return message(COMMAND, seq, t, arrays + [(I8, np.array([valid_until], dtype="<i8"))])
+def command(seq, t, tau_ff, q_des, v_des, kp, kd, valid_until=-1, t_offset=None):
+    """A COMMAND's frames: one setpoint (tau_ff, q_des, v_des of length nu), or K setpoints
+    ((K, nu) each, at t_offset (K,) seconds after the STATE, starting at 0); valid_until -1: the
+    plant may hold it for its hold_ticks. The report is all zeros ("not known")."""
+    rows = [np.atleast_2d(np.asarray(a, dtype="<f8")) for a in (tau_ff, q_des, v_des)]
+    t_offset = np.zeros(1) if t_offset is None else np.asarray(t_offset, dtype="<f8")
+    arrays = [(F8, a) for a in rows] + [(F8, np.asarray(a, dtype="<f8")) for a in (kp, kd)]
+    return message(COMMAND, seq, t, arrays + [(I8, np.array([valid_until], dtype="<i8")), (F8, t_offset),
+                                              (I8, np.zeros(REPORT_LEN, dtype="<i8"))])
 
 
 def parse(frames):

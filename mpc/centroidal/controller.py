@@ -19,6 +19,7 @@ import casadi as ca
 import numpy as np
 
 from robots.model import RobotModel
+from sim.command_plan import JointPlan
 from sim.protocol import JointCommand
 
 from ..acados.rti import CostWeights, RtiOptions, RtiSolver
@@ -69,6 +70,9 @@ class Mpc3dOptions:
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the planned joints;
     None: derived from the robot (`tuning.derived_gains`; kd per joint, `tuning.joint_damping`).
     deadline_s: per-tick compute budget (s); None: 0.9 of the control period, the plant's.
+    command_horizon_s: how far ahead each COMMAND carries the plan (s): setpoints every control
+    period from now to this (sim/command_plan.py), which the plant follows through missed ticks;
+    0: one setpoint (the plain command).
     """
 
     vx: float = 0.0
@@ -90,6 +94,7 @@ class Mpc3dOptions:
     kp: float | None = None
     kd: float | None = None
     deadline_s: float | None = None
+    command_horizon_s: float = 0.15
 
     def validate(self) -> "Mpc3dOptions":
         """Raise ValueError naming the bad field and the fix; return self."""
@@ -99,7 +104,8 @@ class Mpc3dOptions:
         rules = (("kp", 0.0, False, True), ("kd", 0.0, True, True), ("ramp_s", 0.0, True, False),
                  ("terminal_factor", 0.0, True, False), ("sigma", 0.0, False, False), ("z_l1", 0.0, False, False),
                  ("z_l2", 0.0, False, False), ("lift_price", 0.0, False, False),
-                 ("first_stage_price", 0.0, False, False), ("deadline_s", 0.0, False, True))
+                 ("first_stage_price", 0.0, False, False), ("deadline_s", 0.0, False, True),
+                 ("command_horizon_s", 0.0, True, False))
         for name, low, closed, may_be_none in rules:
             value = getattr(self, name)
             if value is None and may_be_none:
@@ -122,6 +128,9 @@ class Mpc3dOptions:
         if len(dts) < 3 or any(d != dts[0] for d in dts[:3]):
             raise ValueError(f"mpc stage_dts: the first three stages must be the control period ({dts[0]:g} s): the "
                              f"joints are sent to stages 1 and 2, one and two ticks ahead; got {tuple(dts[:3])}")
+        if self.command_horizon_s > sum(dts) - 2 * dts[0]:
+            raise ValueError(f"mpc command_horizon_s must be at most the plan's horizon less two control periods "
+                             f"({sum(dts) - 2 * dts[0]:g} s), got {self.command_horizon_s!r}")
         if self.cond_n is not None and not (_is_int(self.cond_n) and 1 <= self.cond_n <= len(dts)):
             raise ValueError(f"mpc cond_n (partial condensing horizon) must be none or an integer in "
                              f"[1, {len(dts)}], got {self.cond_n!r}")
@@ -241,6 +250,7 @@ class CentroidalMpc:
         # kd None: each joint damped by its own inertia (tuning.joint_damping)
         self._kd = joint_damping(model, options.kp) if options.kd is None else np.full(model.nu, float(options.kd))
         self._kp.flags.writeable = self._kd.flags.writeable = False
+        self._setpoints = 1 + int(round(options.command_horizon_s / options.dt))
         self.offset: float | None = None
         self._yaw: float | None = None  # the last measured yaw, unwrapped (continuous)
         self._info: dict = {}
@@ -347,16 +357,45 @@ class CentroidalMpc:
         nu = self.model.nu
         tau_cmd = np.clip(out[2 * nu:], -self.model.u_max, self.model.u_max)
         cmd = JointCommand(tau_cmd, out[:nu].copy(), out[nu:2 * nu].copy(), self._kp, self._kd)
+        if self._setpoints > 1 and self._plan_x is not None:
+            cmd = self._plan_command(cmd, xs, us)
         elapsed = time.perf_counter() - t0
         self._executed = (x, u0)
         self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
                       "qp_capped": int(stats["qp_iter"] >= self.options.qp_iter_max),
                       "deadline_s": self.options.deadline, "slack_s": self.options.deadline - elapsed,
-                      "missed": int(status not in (0, 2) or elapsed > self.options.deadline),
                       "gait_clock_s": tau, "horizon_s": self.options.horizon_s,
                       "plan_inconsistent": int(bool(bad)), **comp}
         return cmd, {"feedback": t1 - t0, "fb_tot": stats["time_tot"], "fb_qp": stats["time_qp"],
                      "wholebody": time.perf_counter() - t1}
+
+    @property
+    def solver_ok(self) -> bool:
+        """False when this tick's QP failed and the command is a fallback (the previous plan)."""
+        return self._tick_ok
+
+    def _plan_command(self, first: JointCommand, xs: np.ndarray, us: np.ndarray) -> JointPlan:
+        """The tick's command and the plan's next setpoints, one per control period out to
+        command_horizon_s (sim/command_plan.py): the plan read at those times (states linearly
+        between stages, controls held over their stage) through the whole-body layer, each from
+        the measured q, v (the layer's torque terms and IK start) as the first."""
+        dt, k = self.options.dt, self._setpoints
+        clock = xs[:, -1]
+        times = clock[0] + dt * np.arange(1, k + 2)  # the states one and two periods after each setpoint
+        idx = np.clip(np.searchsorted(clock, times, side="right") - 1, 0, len(clock) - 2)
+        w = np.clip((times - clock[idx]) / (clock[idx + 1] - clock[idx]), 0.0, 1.0)[:, None]
+        x_at = xs[idx] * (1 - w) + xs[idx + 1] * w
+        u_idx = np.clip(np.searchsorted(clock, clock[0] + dt * np.arange(k) + 1e-9, side="right") - 1, 0, len(us) - 1)
+        nu, nx, nq, nv = self.model.nu, self.problem.nx, self.model.nq, self.model.nv
+        rows = np.empty((3, k, nu))
+        rows[:, 0] = first.tau_ff, first.q_des, first.v_des
+        buf, o = self._in_cmd, nq + nv
+        for j in range(1, k):
+            buf[o:o + nx], buf[o + nx:o + 2 * nx], buf[o + 2 * nx:] = x_at[j - 1, :nx], x_at[j, :nx], us[u_idx[j]]
+            out = self._command.call_flat(buf, self._out_cmd)
+            rows[0, j] = np.clip(out[2 * nu:], -self.model.u_max, self.model.u_max)
+            rows[1, j], rows[2, j] = out[:nu], out[nu:2 * nu]
+        return JointPlan(dt * np.arange(k), rows[0], rows[1], rows[2], self._kp, self._kd)
 
     def prepare(self) -> dict:
         """Shift the plan (after a failed QP, or RESTART_AFTER_INCONSISTENT inconsistent first
@@ -383,7 +422,7 @@ class CentroidalMpc:
 
     def tick_info(self) -> dict:
         """Non-time per-tick record: solver status, iterations (qp_capped: the QP stopped at its
-        iteration cap), deadline, slack, missed, horizon (s), the plan check (plan_inconsistent:
+        iteration cap), deadline, slack, horizon (s), the plan check (plan_inconsistent:
         the first stage failed `PlanCheck` and was corrected; plan_restart: the plan was dropped
         after this tick, `prepare`, after a failed QP or RESTART_AFTER_INCONSISTENT failed checks)
         and the first stage's largest complementarity product as planned (before any correction)."""

@@ -7,9 +7,11 @@
 
 Per tick: the measured state and the gait clock tau = t + offset go into stage 0, the QP is
 solved (feedback), the first stage's torques are sent as feed-forward with the predicted next
-joint positions/velocities as impedance set-points. If the solver fails or overruns the
-deadline, the previous plan's next stage is sent instead (the best command available) and
-the tick is flagged as missed; the controller never blocks.
+joint positions/velocities as impedance set-points, with the plan's next stages as setpoints
+that the plant follows through missed ticks (`command_horizon_s`). If the solver fails, the
+previous plan's next stages are sent instead (the best command available) and `solver_ok` is
+False, which the COMMAND's report flags (the plant counts the tick missed, cause `solver`); the
+controller never blocks.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from robots.model import RobotModel
+from sim.command_plan import JointPlan
 from sim.protocol import JointCommand, actuated_joints
 
 from ..acados.rti import CostWeights, RtiOptions, RtiSolver
@@ -51,6 +54,9 @@ class MpcOptions:
     Command: kp (N m/rad), kd (N m s/rad) of the joint impedance around the predicted next state.
     deadline_s: per-tick compute budget (s); a feedback that exceeds it counts as a miss.
     inject_delay_s: test hook, sleep this long inside the feedback (simulates a solver timeout).
+    command_horizon_s: how far ahead each COMMAND carries the plan (s): its next stages, one per
+    control period, which the plant follows through missed ticks (sim/command_plan.py); 0: one
+    setpoint (the plain command).
     plan: path of an offline plan (plan.npz of `python -m launch plan`) to track instead of a
     periodic gait; its time axis is the plant's time (the plan starts at t = 0).
     plan_joint_ranges: the joint ranges the plan was made within, kept instead of the model's.
@@ -72,6 +78,7 @@ class MpcOptions:
     z_l1: float = 100.0
     deadline_s: float = 0.009
     inject_delay_s: float = 0.0
+    command_horizon_s: float = 0.15
     plan: str | None = None
     stand: bool = False
     guess_pose: tuple[tuple[str, float], ...] = ()
@@ -88,6 +95,8 @@ class MpcOptions:
             raise ValueError(f"mpc kp and kd must be >= 0, got kp={self.kp}, kd={self.kd}")
         if not self.deadline_s > 0:
             raise ValueError(f"mpc deadline_s must be > 0 s, got {self.deadline_s}")
+        if not (isinstance(self.command_horizon_s, (int, float)) and 0 <= self.command_horizon_s <= 1.0):
+            raise ValueError(f"mpc command_horizon_s must be a number in [0, 1] s, got {self.command_horizon_s!r}")
         if not (isinstance(self.qp_iter_max, int) and self.qp_iter_max >= 1):
             raise ValueError(f"mpc qp_iter_max must be an integer >= 1, got {self.qp_iter_max!r}")
         if not self.z_l1 > 0:
@@ -220,7 +229,6 @@ class ContactMpc:
             time.sleep(self.options.inject_delay_s)
         stats = self.rti.take_stats()
         elapsed = time.perf_counter() - t0
-        missed = status not in (0, 2) or elapsed > self.options.deadline_s
         self._tick_ok = status in (0, 2)
         if self._tick_ok:
             xs, us = self.rti.iterate()
@@ -236,13 +244,26 @@ class ContactMpc:
         u_max = self.model.u_max
         cmd = JointCommand(np.minimum(np.maximum(u0[: self.problem.n_tau], self._u_min), u_max),  # np.clip: ~4 us
                            x1[self._jq], x1[self._jv], self._kp, self._kd)
+        k = min(1 + int(round(self.options.command_horizon_s / self.options.dt)),
+                len(self._plan_u) - self._fallback_k if self._plan_u is not None else 1)
+        if k > 1 and (self._tick_ok or self._fallback_k):  # the plan's next stages, one per period
+            j0 = self._fallback_k
+            us_k, xs_k = self._plan_u[j0:j0 + k], self._plan_x[j0 + 1:j0 + 1 + k]
+            cmd = JointPlan(self.options.dt * np.arange(k),
+                            np.minimum(np.maximum(us_k[:, : self.problem.n_tau], self._u_min), u_max),
+                            xs_k[:, self._jq], xs_k[:, self._jv], self._kp, self._kd)
         self._executed = (x, u0)
         self._info = {"status": int(status), "sqp_iter": stats["sqp_iter"], "qp_iter": stats["qp_iter"],
                       "deadline_s": self.options.deadline_s,
-                      "slack_s": self.options.deadline_s - elapsed, "missed": int(missed),
+                      "slack_s": self.options.deadline_s - elapsed,
                       "gait_clock_s": tau}
         phases = {"feedback": elapsed, "fb_tot": stats["time_tot"], "fb_qp": stats["time_qp"]}
         return cmd, phases
+
+    @property
+    def solver_ok(self) -> bool:
+        """False when this tick's QP failed and the command is a fallback."""
+        return self._tick_ok
 
     def prepare(self) -> dict:
         """Shift the plan one stage (after a failed QP: restart from the reference) and run the
@@ -300,7 +321,7 @@ class ContactMpc:
         return min(d, key=abs) if d else float("nan")
 
     def tick_info(self) -> dict:
-        """Non-time per-tick record: solver status, iterations, deadline, slack, missed, planned touchdown."""
+        """Non-time per-tick record: solver status, iterations, deadline, slack, planned touchdown."""
         return dict(self._info)
 
     def predicted_q(self) -> np.ndarray | None:

@@ -1,0 +1,139 @@
+"""Deadline attribution: every missed tick gets exactly one cause (docs/MPC.md, "Deadline misses
+and the machine").
+
+The plant keeps one `TickRecord` per tick, on the CLOCK_MONOTONIC that both processes share:
+when STATE left, the deadline, when the tick's COMMAND arrived (on time or late) with the
+controller's report (bridge/protocol.py REPORT_FIELDS: STATE received, the tick's CPU and wall
+time, solver-failed flag) and the time the controller stamped on sending it. Host stalls come
+from the witnesses of both processes (bridge/witness.py). A missed tick's cause, in this order:
+
+- `controller`: the controller's CPU time for that tick alone exceeds the deadline, or its own
+  work after the previous COMMAND (e.g. the MPC's preparation), still running when STATE came,
+  kept it from reading STATE for at least the lateness and that work and the tick's together
+  took more CPU time than the deadline (it cannot keep up). Work that ran late only because the
+  tick before was late (catching up after a stall) takes that tick's cause;
+- `solver`: the COMMAND came on time, but the controller's solver failed and it sent a fallback
+  rather than a plan of its own (REPORT_SOLVER_FAILED);
+- `host`: the process was not running for at least the lateness: witnessed stalls inside the
+  tick's window [STATE sent, COMMAND arrived], or the controller's wall time over its CPU time
+  (a stall injected by `stall_ms` counts here: it stands in for the machine stopping the
+  controller);
+- `transport`: both processes ran, and the time the messages spent between them (STATE sent to
+  received, COMMAND sent to arrived) covers the lateness;
+- `unattributed`: none of these explains it.
+A tick no COMMAND ever answered (the controller, behind after a stall, answers only the newest
+STATE) is `host` when stalls covering at least STALL_MIN_NS fall between its STATE and the next
+COMMAND that arrived, else the cause of the tick before it in the same streak of misses, else
+`unattributed`. Lockstep runs have no deadline in wall time: a tick there misses when its CPU
+time exceeds the deadline (`controller`), its solver failed (`solver`), or `stall_ms` /
+`transport_delay_ms` simulate a stall or a late COMMAND (`host`, `transport`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+CAUSES = ("host", "controller", "solver", "transport", "unattributed")
+STALL_MIN_NS = 1_000_000  # a never-answered tick needs at least this much witnessed stall to be `host`
+
+
+@dataclass
+class TickRecord:
+    """One tick's times (ns, CLOCK_MONOTONIC; 0 = none) and what the plant made of it.
+
+    sent_ns: STATE left the plant. deadline_ns: the COMMAND was due. arrival_ns: the tick's
+    COMMAND reached the plant (on time or late; 0 if never). command_sent_ns: the controller's
+    send stamp (the COMMAND header's clock). report: the COMMAND's REPORT_FIELDS (None if none
+    came). missed: the plant applied no fresh plan of the controller's on time. injected: a
+    cause a lockstep simulation decided ("host" or "transport"), else ""."""
+
+    tick: int
+    sent_ns: int
+    deadline_ns: int
+    arrival_ns: int = 0
+    command_sent_ns: int = 0
+    report: tuple | None = None
+    missed: bool = False
+    injected: str = ""
+    cause: str = ""
+
+
+def stalled_ns(stalls: np.ndarray, start: int, end: int) -> int:
+    """Total length (ns) of the union of `stalls` ((n, 2) from_ns, to_ns) inside [start, end]."""
+    if not len(stalls) or end <= start:
+        return 0
+    lo = np.clip(stalls[:, 0], start, end)
+    hi = np.clip(stalls[:, 1], start, end)
+    keep = hi > lo
+    if not keep.any():
+        return 0
+    lo, hi = lo[keep], hi[keep]
+    order = np.argsort(lo)
+    total, cur_lo, cur_hi = 0, int(lo[order[0]]), int(hi[order[0]])
+    for a, b in zip(lo[order[1:]].tolist(), hi[order[1:]].tolist()):
+        if a > cur_hi:
+            total += cur_hi - cur_lo
+            cur_lo, cur_hi = a, b
+        else:
+            cur_hi = max(cur_hi, b)
+    return total + cur_hi - cur_lo
+
+
+def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime: bool, prev_cause: str = "") -> str:
+    """The cause of one missed tick that a COMMAND answered (module docstring); prev_cause: the
+    cause of the tick before, if it was missed."""
+    if rec.injected:
+        return rec.injected
+    rep = rec.report
+    cpu, wall, flags = (rep[1], rep[2], rep[3]) if rep is not None else (0, 0, 0)
+    if cpu > deadline_ns:
+        return "controller"
+    ready, busy_cpu = (rep[6], rep[7]) if rep is not None else (0, 0)
+    waited = max(0, ready - rec.sent_ns) if ready else 0  # STATE waited for the controller's own work
+    on_time = rec.arrival_ns and rec.arrival_ns <= rec.deadline_ns
+    if (on_time or not realtime) and flags & 1:
+        return "solver"
+    if not realtime:
+        return "unattributed"
+    lateness = rec.arrival_ns - rec.deadline_ns
+    if waited >= lateness:  # STATE waited for the controller's work on the tick before
+        if min(waited, busy_cpu) >= lateness and cpu + busy_cpu > deadline_ns:
+            return "controller"
+        if prev_cause:
+            return prev_cause
+    not_running = max(stalled_ns(stalls, rec.sent_ns, rec.arrival_ns), wall - cpu if wall else 0,
+                      waited - busy_cpu)
+    if not_running >= lateness:
+        return "host"
+    legs = (rep[0] - max(rec.sent_ns, ready) if rep[0] else 0) + \
+        (rec.arrival_ns - rec.command_sent_ns if rec.command_sent_ns else 0)
+    if legs >= lateness:
+        return "transport"
+    return "unattributed"
+
+
+def attribute(records: list[TickRecord], stalls: np.ndarray, deadline_ns: int, *, realtime: bool) -> dict:
+    """Set `cause` on every missed record; return misses_by_cause {cause: count} over CAUSES."""
+    counts = dict.fromkeys(CAUSES, 0)
+    next_arrival = 0
+    # the next answered tick's arrival, for ticks never answered: walk backwards once
+    after = [0] * len(records)
+    for i in range(len(records) - 1, -1, -1):
+        after[i] = next_arrival
+        if records[i].arrival_ns:
+            next_arrival = records[i].arrival_ns
+    prev_cause = ""
+    for i, rec in enumerate(records):
+        if not rec.missed:
+            prev_cause = ""
+            continue
+        if rec.injected or rec.report is not None:
+            rec.cause = cause_of(rec, stalls, deadline_ns, realtime=realtime, prev_cause=prev_cause)
+        elif realtime and stalled_ns(stalls, rec.sent_ns, after[i] or rec.deadline_ns) >= STALL_MIN_NS:
+            rec.cause = "host"
+        else:
+            rec.cause = prev_cause or "unattributed"
+        prev_cause = rec.cause
+        counts[rec.cause] += 1
+    return counts
