@@ -436,9 +436,9 @@ def test_the_wire_bytes_against_a_scripted_plant(built):
     assert out["hello"] == (P.HELLO, {"protocol": P.VERSION, "name": "probe"})
     cmd = out["command"]
     assert cmd.type == P.COMMAND and cmd.seq == 0
-    np.testing.assert_array_equal(cmd.arrays["q_des"], [0.1, -0.2])  # q0's joints, by q_index
+    np.testing.assert_array_equal(cmd.arrays["q_des"], [[0.1, -0.2]])  # q0's joints, by q_index
     np.testing.assert_array_equal(cmd.arrays["kp"], [40.0, 40.0])
-    np.testing.assert_array_equal(cmd.arrays["tau_ff"], [0.0, 0.0])  # NULL arrays are zeros
+    np.testing.assert_array_equal(cmd.arrays["tau_ff"], [[0.0, 0.0]])  # NULL arrays are zeros
     assert cmd.arrays["valid_until"].tolist() == [-1]
     plan = out["plan"]
     assert plan.type == P.PLAN and plan.arrays["x"].shape == (2, 8) and plan.arrays["u"].shape == (2, 2)

@@ -71,9 +71,16 @@ static void copy_text(char *dst, size_t cap, const char *src) {
     dst[n] = '\0';
 }
 
+/* the protocol's clock (version 3): CLOCK_MONOTONIC, shared by every process on the host */
 static int64_t wall_ns(void) {
     struct timespec ts;
-    if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -634,8 +641,9 @@ struct legmpc_client {
     int sent_n;
     char bye[256];
     /* sending */
-    unsigned char cmd_hdr[FIXED_SIZE + 6 * DESC_SIZE];
-    unsigned char *tx;             /* 5 nu doubles + valid_until */
+    unsigned char cmd_hdr[FIXED_SIZE + 8 * DESC_SIZE];
+    unsigned char *tx;             /* 5 nu doubles, valid_until, t_offset, the 8-number report */
+    int64_t read_ns, read_cpu_ns;  /* when the last STATE was delivered (the report's start) */
     legmpc_stats stats;
 };
 
@@ -951,6 +959,7 @@ int legmpc_recv(legmpc_client *c, legmpc_state *s, int timeout_ms) {
             const legmpc_config *g = &c->cfg;
             s->tick = c->pend_tick, s->t = c->pend_t, s->wall_ns = c->pend_wall, s->status = c->pstatus;
             s->skipped = c->pend_skipped;
+            c->read_ns = wall_ns(), c->read_cpu_ns = thread_cpu_ns();
             if (s->q) memcpy(s->q, c->pq, (size_t)g->nq * sizeof(double));
             if (s->v) memcpy(s->v, c->pv, (size_t)g->nv * sizeof(double));
             if (s->contact) memcpy(s->contact, c->pcontact, (size_t)g->nc);
@@ -1116,14 +1125,19 @@ static int allocate(legmpc_client *c) {
     size_t doubles = (size_t)(g->nq + g->nv + g->nc * g->nf);
     c->stage = malloc(off + 8);
     c->pq = malloc(doubles * sizeof(double) + (size_t)g->nc + 8);
-    c->tx = malloc((size_t)g->nu * 40 + 8);
+    c->tx = malloc((size_t)g->nu * 40 + 8 + 8 + 64);
     if (!c->stage || !c->pq || !c->tx) return fail(c, LEGMPC_E_MEMORY, "out of memory for the robot's buffers");
     c->pv = c->pq + g->nq;
     c->pforce = c->pv + g->nv;
     c->pcontact = (uint8_t *)(c->pforce + g->nc * g->nf);
-    put_header(c->cmd_hdr, LEGMPC_MSG_COMMAND, 0, 0.0, 6);
-    for (int i = 0; i < 5; i++) put_desc(c->cmd_hdr + FIXED_SIZE + DESC_SIZE * i, i, DT_F64, 1, (uint32_t)g->nu, 0);
+    /* one setpoint (K = 1): tau_ff, q_des, v_des as (1, nu); kp, kd; valid_until; t_offset [0];
+     * the report (docs/PROTOCOL.md) */
+    put_header(c->cmd_hdr, LEGMPC_MSG_COMMAND, 0, 0.0, 8);
+    for (int i = 0; i < 3; i++) put_desc(c->cmd_hdr + FIXED_SIZE + DESC_SIZE * i, i, DT_F64, 2, 1, (uint32_t)g->nu);
+    for (int i = 3; i < 5; i++) put_desc(c->cmd_hdr + FIXED_SIZE + DESC_SIZE * i, i, DT_F64, 1, (uint32_t)g->nu, 0);
     put_desc(c->cmd_hdr + FIXED_SIZE + DESC_SIZE * 5, 5, DT_I64, 1, 1, 0);
+    put_desc(c->cmd_hdr + FIXED_SIZE + DESC_SIZE * 6, 6, DT_F64, 1, 1, 0);
+    put_desc(c->cmd_hdr + FIXED_SIZE + DESC_SIZE * 7, 7, DT_I64, 1, 8, 0);
     return 0;
 }
 
@@ -1221,12 +1235,21 @@ int legmpc_send_command(legmpc_client *c, uint32_t tick, double t, const legmpc_
     for (size_t a = 0; a < 5; a++)
         for (size_t i = 0; i < nu; i++) wrf64(c->tx + 8 * (a * nu + i), arrays[a] ? arrays[a][i] : 0.0);
     wr64(c->tx + 40 * nu, (uint64_t)cmd->valid_until);
-    put_header(c->cmd_hdr, LEGMPC_MSG_COMMAND, tick, t, 6);
+    wrf64(c->tx + 40 * nu + 8, 0.0);  /* t_offset: the one setpoint applies from the STATE's time */
+    /* the report: STATE delivered, this thread's CPU and the wall time since, no flags, no stalls */
+    int64_t now = wall_ns(), report[8] = {c->read_ns, thread_cpu_ns() - c->read_cpu_ns, now - c->read_ns, 0, 0, 0, 0, 0};
+    if (!c->read_ns) report[1] = report[2] = 0;
+    for (int i = 0; i < 8; i++) wr64(c->tx + 40 * nu + 16 + 8 * i, (uint64_t)report[i]);
+    put_header(c->cmd_hdr, LEGMPC_MSG_COMMAND, tick, t, 8);
     if (zmq_send(c->sock, c->cmd_hdr, sizeof c->cmd_hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return fail(c, LEGMPC_E_ZMQ, "sending COMMAND(%u): %s", tick, zmq_strerror(zmq_errno()));
-    for (size_t a = 0; a < 6; a++)  /* the first frame went: the rest of the message goes too */
-        if (zmq_send(c->sock, c->tx + 8 * a * nu, a < 5 ? 8 * nu : 8, a < 5 ? ZMQ_SNDMORE : 0) < 0)
+    static const size_t offs[8] = {0, 1, 2, 3, 4, 5, 0, 0};
+    for (size_t a = 0; a < 8; a++) {  /* the first frame went: the rest of the message goes too */
+        size_t off = a < 6 ? 8 * offs[a] * nu : (a == 6 ? 40 * nu + 8 : 40 * nu + 16);
+        size_t len = a < 5 ? 8 * nu : (a == 7 ? 64 : 8);
+        if (zmq_send(c->sock, c->tx + off, len, a < 7 ? ZMQ_SNDMORE : 0) < 0)
             return fail(c, LEGMPC_E_ZMQ, "sending COMMAND(%u): %s", tick, zmq_strerror(zmq_errno()));
+    }
     sent_push(c, LEGMPC_MSG_COMMAND, tick);
     c->stats.commands++;
     return LEGMPC_OK;

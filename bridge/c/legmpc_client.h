@@ -31,7 +31,7 @@ extern "C" {
 
 /* The protocol version this client speaks (header and HELLO); tests/test_c_client.py keeps
  * it equal to bridge/protocol.py's VERSION. */
-#define LEGMPC_PROTOCOL_VERSION 2
+#define LEGMPC_PROTOCOL_VERSION 3
 
 /* What legmpc_recv returns (> 0) */
 enum legmpc_event {
@@ -61,7 +61,8 @@ enum legmpc_msg_type {
 };
 
 /* STATE's status: how the plant applied the tick before this STATE */
-enum legmpc_status { LEGMPC_STATUS_OK = 0, LEGMPC_STATUS_HOLD = 1, LEGMPC_STATUS_DAMP = 2, LEGMPC_STATUS_VIOLATION = 3 };
+enum legmpc_status { LEGMPC_STATUS_OK = 0, LEGMPC_STATUS_HOLD = 1, LEGMPC_STATUS_DAMP = 2, LEGMPC_STATUS_VIOLATION = 3,
+                     LEGMPC_STATUS_PLAN = 4 /* a missed tick followed the last COMMAND's horizon */ };
 
 typedef struct legmpc_client legmpc_client; /* opaque */
 
@@ -105,7 +106,7 @@ typedef struct legmpc_config {
 typedef struct legmpc_state {
     uint32_t tick;      /* k: answer with legmpc_send_command(c, tick, t, ...) */
     double t;           /* simulated time, s */
-    int64_t wall_ns;    /* the plant's wall clock when it sent the STATE */
+    int64_t wall_ns;    /* the plant's clock (CLOCK_MONOTONIC, ns) when it sent the STATE */
     double *q;          /* [nq] */
     double *v;          /* [nv] */
     uint8_t *contact;   /* [nc] 0/1 */
@@ -159,7 +160,8 @@ void legmpc_state_free(legmpc_state *s);
  * (LEGMPC_EV_*) or a failure (LEGMPC_E_TIMEOUT, LEGMPC_E_ZMQ, LEGMPC_E_ARGUMENT). */
 int legmpc_recv(legmpc_client *c, legmpc_state *s, int timeout_ms);
 
-/* Send COMMAND for tick `tick` (the STATE's), time t (informational). Values are sent as
+/* Send COMMAND for tick `tick` (the STATE's), time t (informational): one setpoint (K = 1) and
+ * a report of this thread's CPU and wall time since the STATE was delivered. Values are sent as
  * given: the plant is the judge (ERROR non_finite / value); legmpc_check_command says
  * beforehand what it would refuse. */
 int legmpc_send_command(legmpc_client *c, uint32_t tick, double t, const legmpc_command *cmd);
