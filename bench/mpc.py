@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 
+from sim.command_plan import JointPlan
+
 from robots import get_robot
 
 
@@ -47,7 +49,7 @@ def _tick_times(robot: str, ticks: int) -> dict:
         acados = phases["fb_tot"] + phases["prep_time_tot"]
         rows.append((t4 - t0, acados, t4 - t0 - acados, t1 - t0, t3 - t2,
                      (t2 - t1 - phases["fb_tot"]) + (t4 - t3 - phases["prep_time_tot"]), phases.get("wholebody", 0.0)))
-        state = plant.step(cmd, 0.01)
+        state = plant.step(JointPlan.of(cmd).setpoint(0), 0.01)  # the on-time tick's setpoint
     arr = np.array(rows[50:]) * 1e6
     names = ("tick_us", "acados_us", "outside_acados_us", "decode_us", "encode_us", "controller_python_us",
              "wholebody_us")  # the last: go1's compiled whole-body layer (part of controller_python_us), 0 planar

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+from array import array
 import math
 import numbers
 import os
@@ -284,6 +285,7 @@ class PlantServer:
         self.keeper = CommandKeeper(m.nu, self.joints_q, hold_ticks=options.hold_ticks, safe_kp=self.safe_kp,
                                     damping_kd=options.damping_kd)
         self.records: list[TickRecord] = []  # one per tick, for the deadline attribution
+        self.work_us = array("d")  # per tick: the plant's own work (step, log, publish), us
         self.controller_stalls: list[tuple[int, int]] = []  # stall spans the controller reported
         self.witness = None  # the host-stall witness (realtime runs)
         self.setpoints = 1  # the last COMMAND's K: the next decode's prepared arrays
@@ -542,6 +544,7 @@ class PlantServer:
             if self.stop and command is None:
                 self.records.pop()
                 break
+            t_work = time.perf_counter()  # the plant's own work on the tick starts here
             if late_transport and command is not None:
                 injected, command = "transport", None
             status = self._apply(command, tick, rec, injected, deadline_ns, period)
@@ -559,6 +562,7 @@ class PlantServer:
                            int(rec.missed)), self.state, self.state.tau)
             if self.live is not None:  # after the tick's work: never between STATE and COMMAND
                 self._publish(tick, latency_us, jitter_us, rec.missed)
+            self.work_us.append((time.perf_counter() - t_work) * 1e6)
             tick += 1
             t_sched += period
             if realtime and time.perf_counter() - t_sched > 10 * period:
@@ -674,7 +678,19 @@ class PlantServer:
                 "startup_us": float(startup[0]) if startup else None,
                 "latency_us": {"p50": pct(lat, 50), "p99": pct(lat, 99), "max": float(lat.max()) if lat.size else None},
                 "jitter_us": {"p50": pct(jit, 50), "p99": pct(jit, 99), "max": float(jit.max()) if jit.size else None},
+                "work_us": self._work_summary(),
                 "options": {**asdict(self.options), "deadline_s": self._deadline(), "safe_kp": self.safe_kp}}
+
+    def _work_summary(self) -> dict:
+        """p50, p99, max of the plant's own work per tick (step, log, live record; us), and the
+        p99 of each minute of ticks (`p99_by_minute`: flat when logging costs the same at every tick)."""
+        work = np.frombuffer(self.work_us, dtype=np.float64) if len(self.work_us) else np.zeros(0)
+        if not work.size:
+            return {"p50": None, "p99": None, "max": None, "p99_by_minute": []}
+        per_minute = max(1, int(round(60 * self.options.control_rate_hz)))
+        chunks = [work[i:i + per_minute] for i in range(0, work.size, per_minute)]
+        return {"p50": float(np.percentile(work, 50)), "p99": float(np.percentile(work, 99)), "max": float(work.max()),
+                "p99_by_minute": [round(float(np.percentile(c, 99)), 1) for c in chunks]}
 
     def _host_stalls(self) -> dict:
         """count_ge_1ms and max_ms of the host stalls witnessed by both processes (realtime;

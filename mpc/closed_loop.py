@@ -33,8 +33,8 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
                    chaos_seed: int = 0) -> dict:
     """Run `controller` on `plant` for duration_s simulated seconds; returns the logged arrays
     (t, q, v, contact), per-tick rows (phases in ms, tick_info fields, cpu_ms, missed, cause,
-    status) and the plant's violation ("" unless the plant left physics, which ends the loop
-    after that tick). push_ns: impulse (N s) on the base along push_axis at push_at_s (default
+    plant_status: ok, plan, hold or damp) and the plant's violation ("" unless the plant left
+    physics, which ends the loop after that tick). push_ns: impulse (N s) on the base along push_axis at push_at_s (default
     mid-run). hold_ticks, safe_kp (None: the robot's), damping_kd: the plant's fallback
     (sim/command_plan.py); stall_ms, stall_prob, transport_delay_ms, chaos_seed: simulated chaos
     (sim/chaos.py). The deadline is 0.9 of the control period, the plant server's default."""
@@ -75,7 +75,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
             if cause != "transport":
                 keeper.accept(JointPlan.of(cmd), state.t)
         status = "ok" if row["cause"] in ("", "controller", "solver") else keeper.status(tick, state.t)
-        row["status"] = status
+        row["plant_status"] = status
         log["rows"].append(row)
         state = keeper.step(plant, state, period, status)
         if not pushed and state.t >= push_at:
