@@ -15,7 +15,7 @@ import numpy as np
 
 from sim.metrics import trajectory_metrics
 
-WHOLE_TICK = ("tick_ms", "solve_ms")  # controller columns that are whole-tick times, not phases
+WHOLE_TICK = ("tick_ms", "solve_ms", "cpu_ms")  # controller columns that are whole-tick times, not phases
 
 def read_csv(path: Path) -> dict[str, np.ndarray]:
     """Columns of a CSV file as arrays (numbers where they parse, strings otherwise)."""
