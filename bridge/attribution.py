@@ -19,7 +19,8 @@ from the witnesses of both processes (bridge/witness.py). A missed tick's cause,
   (a stall injected by `stall_ms` counts here: it stands in for the machine stopping the
   controller);
 - `transport`: both processes ran, and the time the messages spent between them (STATE sent to
-  received, COMMAND sent to arrived) covers the lateness;
+  received, COMMAND sent to arrived) beyond its usual (the median over the run's answered
+  ticks) covers the lateness;
 - `unattributed`: none of these explains it.
 A tick no COMMAND ever answered (the controller, behind after a stall, answers only the newest
 STATE) is `host` when stalls covering at least STALL_MIN_NS fall between its STATE and the next
@@ -80,9 +81,34 @@ def stalled_ns(stalls: np.ndarray, start: int, end: int) -> int:
     return total + cur_hi - cur_lo
 
 
-def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime: bool, prev_cause: str = "") -> str:
+def _legs_ns(rec: TickRecord) -> int:
+    """The time (ns) a tick's STATE and COMMAND spent between the processes: STATE sent (or the
+    controller free again, if later) to read, COMMAND stamped to arrived; 0 where not known."""
+    rep = rec.report
+    if rep is None or not rec.arrival_ns:
+        return 0
+    state_leg = rep[0] - max(rec.sent_ns, rep[6]) if rep[0] else 0
+    return max(0, state_leg) + (rec.arrival_ns - rec.command_sent_ns if rec.command_sent_ns else 0)
+
+
+def miss_times(rec: TickRecord) -> tuple:
+    """(late, cpu, wall, state leg, command leg, waited) in ms of a record (nan where not known),
+    for misses.csv."""
+    nan = float("nan")
+    rep = rec.report
+    late = (rec.arrival_ns - rec.deadline_ns) / 1e6 if rec.arrival_ns else nan
+    if rep is None:
+        return late, nan, nan, nan, nan, nan
+    state_leg = (rep[0] - max(rec.sent_ns, rep[6])) / 1e6 if rep[0] else nan
+    command_leg = (rec.arrival_ns - rec.command_sent_ns) / 1e6 if rec.command_sent_ns and rec.arrival_ns else nan
+    waited = max(0, rep[6] - rec.sent_ns) / 1e6 if rep[6] else nan
+    return late, rep[1] / 1e6, rep[2] / 1e6, state_leg, command_leg, waited
+
+
+def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime: bool, prev_cause: str = "",
+             usual_legs_ns: int = 0) -> str:
     """The cause of one missed tick that a COMMAND answered (module docstring); prev_cause: the
-    cause of the tick before, if it was missed."""
+    cause of the tick before, if it was missed; usual_legs_ns: the run's median transit time."""
     if rec.injected:
         return rec.injected
     rep = rec.report
@@ -106,9 +132,7 @@ def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime:
                       waited - busy_cpu)
     if not_running >= lateness:
         return "host"
-    legs = (rep[0] - max(rec.sent_ns, ready) if rep[0] else 0) + \
-        (rec.arrival_ns - rec.command_sent_ns if rec.command_sent_ns else 0)
-    if legs >= lateness:
+    if _legs_ns(rec) - usual_legs_ns >= lateness:
         return "transport"
     return "unattributed"
 
@@ -116,6 +140,8 @@ def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime:
 def attribute(records: list[TickRecord], stalls: np.ndarray, deadline_ns: int, *, realtime: bool) -> dict:
     """Set `cause` on every missed record; return misses_by_cause {cause: count} over CAUSES."""
     counts = dict.fromkeys(CAUSES, 0)
+    legs = [_legs_ns(r) for r in records if r.arrival_ns and r.report is not None and r.arrival_ns <= r.deadline_ns]
+    usual = int(np.median(legs)) if legs else 0
     next_arrival = 0
     # the next answered tick's arrival, for ticks never answered: walk backwards once
     after = [0] * len(records)
@@ -129,7 +155,8 @@ def attribute(records: list[TickRecord], stalls: np.ndarray, deadline_ns: int, *
             prev_cause = ""
             continue
         if rec.injected or rec.report is not None:
-            rec.cause = cause_of(rec, stalls, deadline_ns, realtime=realtime, prev_cause=prev_cause)
+            rec.cause = cause_of(rec, stalls, deadline_ns, realtime=realtime, prev_cause=prev_cause,
+                                 usual_legs_ns=usual)
         elif realtime and stalled_ns(stalls, rec.sent_ns, after[i] or rec.deadline_ns) >= STALL_MIN_NS:
             rec.cause = "host"
         else:

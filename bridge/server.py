@@ -41,7 +41,7 @@ from sim.command_plan import CommandKeeper, JointPlan
 from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, actuated_positions, pushed_velocity
 
 from . import protocol as P
-from .attribution import CAUSES, TickRecord, attribute
+from .attribution import TickRecord, attribute, miss_times
 from .lifecycle import install_stop_handlers, restore_handlers
 from .security import check_endpoint, secure_server
 
@@ -287,7 +287,7 @@ class PlantServer:
         self.records: list[TickRecord] = []  # one per tick, for the deadline attribution
         self.work_us = array("d")  # per tick: the plant's own work (step, log, publish), us
         self.controller_stalls: list[tuple[int, int]] = []  # stall spans the controller reported
-        self.witness = None  # the host-stall witness (realtime runs)
+        self.witnesses: list = []  # the host-stall witnesses, one per CPU (realtime runs; bridge/witness.py)
         self.setpoints = 1  # the last COMMAND's K: the next decode's prepared arrays
         self.chaos = StallSchedule(stall_ms=options.stall_ms, stall_prob=options.stall_prob, period_s=options.period,
                                    deadline_s=self._deadline(), seed=options.chaos_seed)
@@ -432,8 +432,8 @@ class PlantServer:
             raise
         finally:
             restore_handlers(old)
-            if self.witness is not None:
-                self.witness.stop()
+            for w in self.witnesses:
+                w.stop()
             if self.live is not None:
                 self.live.close(linger=0)
             if self.client is not None:
@@ -500,7 +500,7 @@ class PlantServer:
         if realtime:
             from .witness import StallWitness
 
-            self.witness = StallWitness.start()
+            self.witnesses = StallWitness.start_per_cpu()
         self.joined = False
         t_sched = time.perf_counter()
         while not self.stop and (n_ticks is None or tick < n_ticks):
@@ -570,8 +570,8 @@ class PlantServer:
                 self.counts["schedule_resets"] += 1
             if o.log_dir and tick % max(1, int(o.control_rate_hz)) == 0:
                 self._progress(tick, n_ticks)
-        if self.witness is not None:
-            self.witness.stop()
+        for w in self.witnesses:
+            w.stop()
         summary = self.summary(tick)
         if o.log_dir:
             self._progress(tick, n_ticks, done=True)
@@ -613,9 +613,8 @@ class PlantServer:
 
     def _stalls(self) -> np.ndarray:
         """Every host stall witnessed in this run, both processes', (n, 2) from_ns, to_ns."""
-        own = self.witness.stalls if self.witness is not None else np.zeros((0, 2), np.int64)
         theirs = np.array(self.controller_stalls, np.int64).reshape(-1, 2)
-        return np.vstack((own, theirs))
+        return np.vstack([w.stalls for w in self.witnesses] + [theirs])
 
     def misses_by_cause(self) -> dict:
         """The missed ticks counted by cause (bridge/attribution.py), summing to `misses`."""
@@ -623,11 +622,24 @@ class PlantServer:
                          realtime=self.options.mode == "realtime")
 
     def _write_misses(self) -> None:
-        """misses.csv in log_dir: tick and cause of every missed tick."""
-        with open(Path(self.options.log_dir) / "misses.csv", "w", newline="") as f:
+        """misses.csv in log_dir: every missed tick, its cause and the times it was judged by
+        (ms: how late the COMMAND arrived, or nan; the report's CPU and wall time; STATE's and
+        COMMAND's time between the processes; how long STATE waited for the controller's work
+        before), and stalls.csv: every host stall witnessed (source, from_ns, to_ns)."""
+        folder = Path(self.options.log_dir)
+        with open(folder / "misses.csv", "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(("tick", "cause"))
-            w.writerows((r.tick, r.cause) for r in self.records if r.missed)
+            w.writerow(("tick", "cause", "late_ms", "cpu_ms", "wall_ms", "state_leg_ms", "command_leg_ms",
+                        "waited_ms"))
+            for r in self.records:
+                if r.missed:
+                    w.writerow((r.tick, r.cause, *(round(x, 3) for x in miss_times(r))))
+        with open(folder / "stalls.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(("source", "from_ns", "to_ns"))
+            for wit in self.witnesses:
+                w.writerows((f"plant cpu {wit.cpu}", int(a), int(b)) for a, b in wit.stalls)
+            w.writerows(("controller", a, b) for a, b in self.controller_stalls)
 
     def _publish(self, tick: int, latency_us: float, jitter_us: float, missed: bool) -> None:
         """Send this tick's live record (LIVE_FIELDS, then the state) without blocking."""
@@ -698,7 +710,7 @@ class PlantServer:
         stalls = self._stalls()
         ms = (stalls[:, 1] - stalls[:, 0]) / 1e6 if len(stalls) else np.zeros(0)
         return {"count_ge_1ms": int((ms >= 1.0).sum()), "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0,
-                "plant": self.witness.summary() if self.witness is not None else None,
+                "plant": [w.summary() for w in self.witnesses] or None,
                 "controller_reported": len(self.controller_stalls)}
 
     def _fell(self) -> bool:

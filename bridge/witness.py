@@ -1,24 +1,29 @@
-"""Host-stall witness: does this process get to run when it asks to?
+"""Host-stall witnesses: does this process get to run when it asks to?
 
-    witness = StallWitness.start()        # a native thread sleeping to a 1 ms grid
+    witness = StallWitness.start()                 # one native thread sleeping to a 1 ms grid
+    witnesses = StallWitness.start_per_cpu()       # one per CPU this process may use, pinned
     ...
-    new = witness.drain()                  # stalls seen since the last drain: (from_ns, to_ns) rows
-    witness.summary()                      # {"count_ge_1ms", "max_ms", "wakeups", ...}
+    witness.drain()            # stalls seen since the last drain: (from_ns, to_ns) rows
+    witness.summary()          # {"count_ge_1ms", "max_ms", "wakeups", ...}
     witness.stop()
 
-The witness is the C thread of bridge/witness.c (compiled once with the project's C helper,
+A witness is a C thread of bridge/witness.c (compiled once with the project's C helper,
 robots.codegen.compile_shared): it wakes on a 1 ms grid of CLOCK_MONOTONIC, the clock of every
 protocol time stamp (time.monotonic_ns in Python), and records each wake-up late by at least
-STALL_THRESHOLD_NS as a stall spanning [the grid point, the wake-up]. It runs at the scheduling
-policy and priority of the thread that starts it, so start it after the process has asked for
-SCHED_FIFO. A Python thread could not do this: it would wait for the interpreter lock and report
-the process's own computing as stalls. `bench host-latency` and cyclictest measure the same for
-a whole machine; the witness measures it inside a run, for its deadline attribution
-(bridge/attribution.py).
+STALL_THRESHOLD_NS as a stall spanning [the grid point, the wake-up]. A Python thread could not
+do this: it would wait for the interpreter lock and report the process's own computing as
+stalls. Under SCHED_FIFO a witness runs one priority above its process, so that the process's
+own threads never delay it: only the machine does (another process of higher priority, the
+kernel, or the hypervisor taking the virtual CPU away). Pinned one per CPU (the plant's), the
+witnesses see a stall on any CPU, also one that hits the other process; unpinned (the
+controller's), a witness sees its own process stopped (SIGSTOP, a suspended VM). `bench
+host-latency` and cyclictest measure the same for a whole machine; the witnesses measure it
+inside a run, for its deadline attribution (bridge/attribution.py).
 """
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from pathlib import Path
 
@@ -39,43 +44,60 @@ def _load():
         path, _, _ = compile_shared(source, lib_name="stall_witness", verbose=False, extra_args=["-pthread"],
                                     what="host-stall witness")
         lib = ctypes.CDLL(str(path))
-        i64, p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
-        lib.witness_start.argtypes, lib.witness_start.restype = [i64, i64], ctypes.c_int
-        lib.witness_stop.argtypes, lib.witness_stop.restype = [], None
-        lib.witness_drain.argtypes, lib.witness_drain.restype = [p64, p64, i64], i64
-        lib.witness_overflows.restype = ctypes.c_uint64
-        lib.witness_wakeups.restype = i64
+        i64, p64, c_int = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.c_int
+        lib.witness_start.argtypes, lib.witness_start.restype = [i64, i64, c_int, c_int], c_int
+        lib.witness_stop.argtypes, lib.witness_stop.restype = [c_int], None
+        lib.witness_drain.argtypes, lib.witness_drain.restype = [c_int, p64, p64, i64], i64
+        lib.witness_overflows.argtypes, lib.witness_overflows.restype = [c_int], ctypes.c_uint64
+        lib.witness_wakeups.argtypes, lib.witness_wakeups.restype = [c_int], i64
+        lib.witness_placed.argtypes, lib.witness_placed.restype = [c_int], c_int
         lib.witness_now_ns.restype = i64
         _lib = lib
     return _lib
 
 
-class StallWitness:
-    """The process's host-stall witness (module docstring); one per process."""
+def _priority_above_process() -> int:
+    """One SCHED_FIFO priority above this process's (0 if the process is not under FIFO)."""
+    try:
+        if os.sched_getscheduler(0) != os.SCHED_FIFO:
+            return 0
+        return min(99, os.sched_getparam(0).sched_priority + 1)
+    except (AttributeError, OSError):
+        return 0
 
-    def __init__(self):
-        self.lib = _load()
+
+class StallWitness:
+    """One witness thread (module docstring)."""
+
+    def __init__(self, handle: int, cpu: int | None):
+        self.lib, self.handle, self.cpu = _load(), handle, cpu
         self.stalls = np.zeros((0, 2), np.int64)  # every stall drained so far: (from_ns, to_ns)
         self._from = np.zeros(_DRAIN, np.int64)
         self._to = np.zeros(_DRAIN, np.int64)
-        self.running = False
+        self.running = True
 
     @classmethod
-    def start(cls) -> "StallWitness":
-        """Start the witness thread at the calling thread's scheduling policy; raises RuntimeError
-        if the thread cannot be made."""
-        w = cls()
-        if w.lib.witness_start(PERIOD_NS, STALL_THRESHOLD_NS) != 0:
-            raise RuntimeError("could not start the host-stall witness thread")
-        w.running = True
-        return w
+    def start(cls, cpu: int | None = None) -> "StallWitness":
+        """Start a witness thread (pinned to `cpu` if given; one FIFO priority above the process
+        if it runs under FIFO); raises RuntimeError if the thread cannot be made."""
+        lib = _load()
+        handle = lib.witness_start(PERIOD_NS, STALL_THRESHOLD_NS, -1 if cpu is None else cpu, _priority_above_process())
+        if handle < 0:
+            raise RuntimeError("could not start a host-stall witness thread")
+        return cls(handle, cpu)
+
+    @classmethod
+    def start_per_cpu(cls) -> list["StallWitness"]:
+        """One pinned witness per CPU this process may run on."""
+        return [cls.start(cpu) for cpu in sorted(os.sched_getaffinity(0))]
 
     def drain(self) -> np.ndarray:
         """The stalls recorded since the last drain, (n, 2) int64 (from_ns, to_ns); kept in `stalls`."""
         parts = []
         p64 = ctypes.POINTER(ctypes.c_int64)
         while True:
-            n = self.lib.witness_drain(self._from.ctypes.data_as(p64), self._to.ctypes.data_as(p64), _DRAIN)
+            n = self.lib.witness_drain(self.handle, self._from.ctypes.data_as(p64), self._to.ctypes.data_as(p64),
+                                       _DRAIN)
             if n:
                 parts.append(np.column_stack((self._from[:n], self._to[:n])))
             if n < _DRAIN:
@@ -88,22 +110,25 @@ class StallWitness:
     def stop(self) -> None:
         """Stop the thread (the stalls recorded stay readable)."""
         if self.running:
-            self.lib.witness_stop()
+            self.lib.witness_stop(self.handle)
             self.running = False
             self.drain()
 
     def summary(self) -> dict:
-        """count_ge_1ms (stalls of at least 1 ms), max_ms (the longest, 0 if none), count (stalls
-        of at least STALL_THRESHOLD_NS), wakeups (grid wake-ups so far), ring_overflows."""
+        """cpu (None: not pinned), count_ge_1ms (stalls of at least 1 ms), max_ms (the longest, 0
+        if none), count (stalls of at least STALL_THRESHOLD_NS), wakeups, ring_overflows, placed
+        (the pin and priority asked for were granted)."""
         self.drain()
         ms = (self.stalls[:, 1] - self.stalls[:, 0]) / 1e6
-        return {"count_ge_1ms": int((ms >= 1.0).sum()), "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0,
-                "count": int(len(ms)), "wakeups": int(self.lib.witness_wakeups()),
-                "ring_overflows": int(self.lib.witness_overflows())}
+        return {"cpu": self.cpu, "count_ge_1ms": int((ms >= 1.0).sum()),
+                "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0, "count": int(len(ms)),
+                "wakeups": int(self.lib.witness_wakeups(self.handle)),
+                "ring_overflows": int(self.lib.witness_overflows(self.handle)),
+                "placed": bool(self.lib.witness_placed(self.handle) == 1)}
 
 
 def same_clock() -> bool:
-    """True if the witness's clock is time.monotonic_ns's (both CLOCK_MONOTONIC)."""
+    """True if the witnesses' clock is time.monotonic_ns's (both CLOCK_MONOTONIC)."""
     lib = _load()
     a = time.monotonic_ns()
     b = lib.witness_now_ns()
