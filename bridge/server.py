@@ -287,7 +287,7 @@ class PlantServer:
         self.records: list[TickRecord] = []  # one per tick, for the deadline attribution
         self.work_us = array("d")  # per tick: the plant's own work (step, log, publish), us
         self.controller_stalls: list[tuple[int, int]] = []  # stall spans the controller reported
-        self.witnesses: list = []  # the host-stall witnesses, one per CPU (realtime runs; bridge/witness.py)
+        self.witnesses: list = []  # the host-stall witness (realtime runs; bridge/witness.py)
         self.setpoints = 1  # the last COMMAND's K: the next decode's prepared arrays
         self.chaos = StallSchedule(stall_ms=options.stall_ms, stall_prob=options.stall_prob, period_s=options.period,
                                    deadline_s=self._deadline(), seed=options.chaos_seed)
@@ -500,7 +500,7 @@ class PlantServer:
         if realtime:
             from .witness import StallWitness
 
-            self.witnesses = StallWitness.start_per_cpu()
+            self.witnesses = [StallWitness.start()]
         self.joined = False
         t_sched = time.perf_counter()
         while not self.stop and (n_ticks is None or tick < n_ticks):
@@ -638,7 +638,7 @@ class PlantServer:
             w = csv.writer(f)
             w.writerow(("source", "from_ns", "to_ns"))
             for wit in self.witnesses:
-                w.writerows((f"plant cpu {wit.cpu}", int(a), int(b)) for a, b in wit.stalls)
+                w.writerows(("plant", int(a), int(b)) for a, b in wit.stalls)
             w.writerows(("controller", a, b) for a, b in self.controller_stalls)
 
     def _publish(self, tick: int, latency_us: float, jitter_us: float, missed: bool) -> None:

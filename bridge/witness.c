@@ -4,9 +4,8 @@
  * Native threads, not Python ones: a Python thread would wait for the interpreter lock and
  * report the process's own computing as stalls. A stall is recorded once, as the span from the
  * grid point it should have woken at to when it woke; the grid points it swallowed are skipped.
- * Each witness may be pinned to one CPU and raised one SCHED_FIFO priority above its process
- * (so that it preempts the process's own threads on that CPU and only the machine can make it
- * late). Records go to a ring per witness that the reader drains; a full ring counts overflows. */
+ * A witness may be pinned to one CPU (bridge/witness.py does not: see there) and raised one
+ * SCHED_FIFO priority above its process (so that the process's own threads never delay it). Records go to a ring per witness that the reader drains; a full ring counts overflows. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
