@@ -93,7 +93,7 @@ def _legs_ns(rec: TickRecord) -> int:
 
 def miss_times(rec: TickRecord) -> tuple:
     """(late, cpu, wall, state leg, command leg, waited) in ms of a record (nan where not known),
-    for misses.csv."""
+    for misses.csv (which adds the CPU time over the run's median: `cpu_over_median`)."""
     nan = float("nan")
     rep = rec.report
     late = (rec.arrival_ns - rec.deadline_ns) / 1e6 if rec.arrival_ns else nan
@@ -128,8 +128,10 @@ def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime:
             return "controller"
         if prev_cause:
             return prev_cause
-    not_running = max(stalled_ns(stalls, rec.sent_ns, rec.arrival_ns), wall - cpu if wall else 0,
-                      waited - busy_cpu)
+    # the controller was not running while STATE waited beyond its previous work's CPU time, and
+    # during the tick beyond its CPU time: one after the other, so they add up
+    not_running = max(stalled_ns(stalls, rec.sent_ns, rec.arrival_ns),
+                      max(0, wall - cpu if wall else 0) + max(0, waited - busy_cpu))
     if not_running >= lateness:
         return "host"
     if _legs_ns(rec) - usual_legs_ns >= lateness:

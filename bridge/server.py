@@ -625,15 +625,19 @@ class PlantServer:
         """misses.csv in log_dir: every missed tick, its cause and the times it was judged by
         (ms: how late the COMMAND arrived, or nan; the report's CPU and wall time; STATE's and
         COMMAND's time between the processes; how long STATE waited for the controller's work
-        before), and stalls.csv: every host stall witnessed (source, from_ns, to_ns)."""
+        before; the CPU time over the run's median: a `controller` miss at many times its usual
+        CPU time for the same work is a slow machine, which no witness sees), and stalls.csv: every host stall witnessed (source, from_ns, to_ns)."""
         folder = Path(self.options.log_dir)
         with open(folder / "misses.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(("tick", "cause", "late_ms", "cpu_ms", "wall_ms", "state_leg_ms", "command_leg_ms",
-                        "waited_ms"))
+                        "waited_ms", "cpu_over_median"))
+            cpu = [r.report[1] for r in self.records if r.report is not None and r.report[1] > 0]
+            median = float(np.median(cpu)) / 1e6 if cpu else float("nan")
             for r in self.records:
                 if r.missed:
-                    w.writerow((r.tick, r.cause, *(round(x, 3) for x in miss_times(r))))
+                    times = miss_times(r)
+                    w.writerow((r.tick, r.cause, *(round(x, 3) for x in times), round(times[1] / median, 2)))
         with open(folder / "stalls.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(("source", "from_ns", "to_ns"))
