@@ -16,8 +16,8 @@ from the witnesses of both processes (bridge/witness.py). A missed tick's cause,
   rather than a plan of its own (REPORT_SOLVER_FAILED);
 - `host`: the process was not running for at least the lateness: witnessed stalls inside the
   tick's window [STATE sent, COMMAND arrived], or the controller's wall time over its CPU time
-  (a stall injected by `stall_ms` counts here: it stands in for the machine stopping the
-  controller);
+  plus the time STATE waited beyond the CPU time of the controller's previous work (a stall
+  injected by `stall_ms` counts here: it stands in for the machine stopping the controller);
 - `transport`: both processes ran, and the time the messages spent between them (STATE sent to
   received, COMMAND sent to arrived) beyond its usual (the median over the run's answered
   ticks) covers the lateness;
@@ -39,7 +39,7 @@ CAUSES = ("host", "controller", "solver", "transport", "unattributed")
 STALL_MIN_NS = 1_000_000  # a never-answered tick needs at least this much witnessed stall to be `host`
 
 
-@dataclass
+@dataclass(slots=True)
 class TickRecord:
     """One tick's times (ns, CLOCK_MONOTONIC; 0 = none) and what the plant made of it.
 
