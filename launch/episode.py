@@ -93,7 +93,8 @@ def _run(sc) -> dict:
     metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z)
     targets = task_targets(sc, nominal)
     rows = log["rows"]
-    solve = percentiles(np.array([r["solve_ms"] for r in rows])) if rows else percentiles(np.array([]))
+    # ticks lost to a simulated stall have no controller time
+    solve = percentiles(np.array([r["solve_ms"] for r in rows if "solve_ms" in r]))
 
     def error(value, target):
         return None if value is None or target is None else float(value - target)

@@ -315,3 +315,14 @@ def test_a_late_tick_whose_controller_slept_after_waiting_is_host():
     rec = _rec(0, late_ms=153, cpu_ms=4.7, wall_ms=155.2, ready_ms=6.66, busy_ms=0.5)
     attribute([rec], np.zeros((0, 2), np.int64), 9 * MS, realtime=True)
     assert rec.cause == "host"
+
+
+def test_a_sweep_episode_with_simulated_stalls_reports_its_misses_by_cause():
+    from launch.episode import run_episode
+    from launch.scenario import Scenario
+
+    sc = Scenario(name="stalls", robot="hopper", controller="pd", duration_s=1.0, stall_ms=55.0, stall_prob=0.05,
+                  seed=3).validate()
+    row = run_episode(sc)
+    assert row["error"] == "" and row["misses"] > 0 and row["misses"] == row["misses_host"]
+    assert row["solve_p50_ms"] is not None
