@@ -26,6 +26,33 @@ def random_state(model, rng: np.random.Generator, scale: float = 0.6) -> tuple[n
     return q, v
 
 
+# a controller process: the PD hopper over the bridge, at the endpoint given as its argument
+PD_HOPPER_CLIENT = """
+import sys
+from bridge.client import ClientOptions, ControllerClient
+from mpc.controllers import make_controller
+from robots import get_robot
+ControllerClient(sys.argv[1], make_controller("pd", get_robot("hopper")), ClientOptions()).run()
+"""
+
+
+def start_pd_hopper_client(endpoint: str, server, timeout_s: float = 60.0):
+    """Start PD_HOPPER_CLIENT as its own process against `endpoint` and wait until `server`
+    (a PlantServer running in another thread) has its HELLO; returns the Popen."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", PD_HOPPER_CLIENT, endpoint],
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    deadline = time.monotonic() + timeout_s
+    hellos = server.counts["hellos"]
+    while server.counts["hellos"] <= hellos and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
 @pytest.fixture()
 def synthetic_run(tmp_path):
     """A run folder (the files launch/runfolder.py reads) with 1 s of the hopper moving forward and

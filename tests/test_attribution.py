@@ -7,10 +7,7 @@ cause, never a time."""
 from __future__ import annotations
 
 import heapq
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -23,6 +20,7 @@ from hypothesis import strategies as st
 from bridge.attribution import CAUSES, TickRecord, attribute, stalled_ns
 from bridge.client import ClientOptions, ControllerClient
 from bridge.server import PlantServer, ServerOptions
+from conftest import start_pd_hopper_client
 from mpc.closed_loop import run_in_process
 from mpc.controllers import make_controller
 from robots import get_robot
@@ -109,26 +107,16 @@ def test_a_controller_burning_cpu_past_the_deadline_is_controller_on_exactly_tho
     assert sum(summary["misses_by_cause"].values()) == summary["misses"] == len(misses)
 
 
-_STOPPED_CLIENT = """
-import sys
-from bridge.client import ClientOptions, ControllerClient
-from mpc.controllers import make_controller
-from robots import get_robot
-ControllerClient(sys.argv[1], make_controller("pd", get_robot("hopper")), ClientOptions()).run()
-"""
+
 
 
 def test_a_controller_process_stopped_for_20_ms_is_host(tmp_path):
     endpoint = f"ipc://{tmp_path}/plant"
     server = _server(endpoint, mode="realtime", duration_s=3.0)
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
     stops = []
 
     def choreography():
-        proc = subprocess.Popen([sys.executable, "-c", _STOPPED_CLIENT, endpoint], env=env)
-        deadline = time.monotonic() + 60
-        while server.counts["hellos"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        proc = start_pd_hopper_client(endpoint, server)
         time.sleep(0.5)
         for _ in range(5):
             t0 = time.monotonic_ns()

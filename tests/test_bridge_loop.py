@@ -18,6 +18,7 @@ import pytest
 import zmq
 
 from bridge import protocol as P
+from conftest import PD_HOPPER_CLIENT, start_pd_hopper_client
 from sim.protocol import JointCommand
 from bridge.client import EXIT_PLANT_SILENT, ClientOptions, ControllerClient
 from bridge.security import make_keys
@@ -125,13 +126,7 @@ def test_injected_delays_are_counted_as_misses_exactly(tmp_path):
     assert summary["held"] == 5 and summary["damped"] == 0
 
 
-_CLIENT = """
-import sys
-from bridge.client import ClientOptions, ControllerClient
-from mpc.controllers import make_controller
-from robots import get_robot
-ControllerClient(sys.argv[1], make_controller("pd", get_robot("hopper")), ClientOptions()).run()
-"""
+
 
 
 def test_killed_controller_means_hold_then_damp_and_a_new_one_takes_over(tmp_path):
@@ -141,15 +136,12 @@ def test_killed_controller_means_hold_then_damp_and_a_new_one_takes_over(tmp_pat
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
 
     def choreography():
-        first = subprocess.Popen([sys.executable, "-c", _CLIENT, endpoint], env=env)
-        deadline = time.monotonic() + 60
-        while server.counts["hellos"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        first = start_pd_hopper_client(endpoint, server)
         time.sleep(1.0)
         first.send_signal(signal.SIGKILL)
         first.wait()
         time.sleep(1.0)  # 20 ticks without a controller
-        second = subprocess.Popen([sys.executable, "-c", _CLIENT, endpoint], env=env)
+        second = subprocess.Popen([sys.executable, "-c", PD_HOPPER_CLIENT, endpoint], env=env)
         second.wait(timeout=60)
 
     th = threading.Thread(target=choreography, daemon=True)
