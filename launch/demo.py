@@ -35,8 +35,8 @@ def run_demo() -> int:
     from .cli import after_run
 
     extras = after_run(folder, quiet=True)
-    con.print(f"run folder: {folder}  (summary.json, plant_ticks.csv, controller_ticks.csv, trajectory.npz, "
-              "trajectory.png, latency.png, phases.png" + "".join(f", {x}" for x in extras) + ")")
+    con.print(f"run folder: {folder}  (summary.json, plant_ticks.csv, misses.csv, controller_ticks.csv, "
+              "trajectory.npz, trajectory.png, latency.png, phases.png" + "".join(f", {x}" for x in extras) + ")")
     failure = run_failure(summary)
     if failure:
         con.print(f"[bold red]error:[/] {failure}")
