@@ -104,6 +104,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile([__import__("pathlib").Path(summary["run_dir"])], plots=False)
         print(outcome_line(summary))
     after_run(summary["run_dir"], animation=not args.no_animation, slowmo=args.slowmo, quiet=args.json)
+    if not args.json:
+        from .runfolder import verdict_line
+
+        print(verdict_line(summary))
     if summary.get("interrupted"):
         ran = summary["ticks"] / summary["rate_hz"] if summary.get("ticks") and summary.get("rate_hz") else 0.0
         print(f"interrupted at t = {ran:.2f} s of {sc.duration_s:g} s (the run folder holds what ran)",
@@ -113,7 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if failure:
         print(f"error: {failure}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if summary.get("fell") else 0
 
 
 def _overridden_scenario(args: argparse.Namespace):
@@ -349,8 +353,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the main job (what `make demo` runs)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("run", help="run a scenario closed loop over the bridge (plant + controller processes)",
-                       epilog="exit code: 0 the run ended, 1 a process failed or the plant left physics, "
-                              "130 interrupted (Ctrl-C)")
+                       epilog="exit code: 0 the run ended and the robot did not fall, 1 the robot fell, a process "
+                              "failed or the plant left physics, 130 interrupted (Ctrl-C). The last line is the "
+                              "verdict: the task's targets against what was achieved, the push and its outcome, "
+                              "the misses by cause")
     p.add_argument("scenario", nargs="?", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
     p.add_argument("--from-sweep", metavar="DIR", help="replay an episode of the sweep folder DIR (with --episode)")
     p.add_argument("--episode", type=int, metavar="K", help="the episode of --from-sweep DIR to replay")

@@ -322,6 +322,32 @@ def misses_text(summary: dict) -> str:
     return text
 
 
+VERDICT_TARGETS = (("vx_mps", "vx", "m/s"), ("vy_mps", "vy", "m/s"), ("yaw_rate_radps", "yaw rate", "rad/s"),
+                   ("apex_height_m", "apex height", "m"))
+
+
+def verdict_line(summary: dict) -> str:
+    """One line saying whether the robot did its task: "done", "FELL", "FAILED" or
+    "INTERRUPTED", then each task target against what was achieved, the holes cleared, the push
+    and its outcome, and the misses by cause (`misses_text`)."""
+    fell = bool(summary.get("fell"))
+    outcome = "INTERRUPTED" if summary.get("interrupted") else "FELL" if fell else \
+        "FAILED" if run_failure(summary) else "done"
+    parts = []
+    for key, name, unit in VERDICT_TARGETS:
+        d = summary.get(key) or {}
+        if d.get("target") is not None and d.get("mean") is not None:
+            parts.append(f"{name} {d['mean']:.3f} {unit} (target {d['target']:g})")
+    if summary.get("holes_cleared") is not None:
+        parts.append(f"holes cleared {summary['holes_cleared']}" + (", foot in a hole" if summary.get("foot_in_hole")
+                                                                     else ""))
+    if summary.get("push_ns"):
+        parts.append(f"push {summary['push_ns']:g} N s along {summary.get('push_axis', 'x')} at "
+                     f"{summary.get('push_at_s', 0):g} s: {'fell' if fell else 'stood'}")
+    parts.append(misses_text(summary))
+    return f"verdict: {outcome}: " + "; ".join(parts)
+
+
 def outcome_line(summary: dict) -> str:
     """One line for the console: fell, misses by cause (`misses_text`) and rejected messages of
     a run's summary.json; for the 3D MPC a second line with its plan check (ticks corrected,

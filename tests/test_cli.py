@@ -242,3 +242,28 @@ def test_small_mistakes_on_the_command_line_are_named(capsys, tmp_path, monkeypa
     base = load_scenario("go1")
     assert folder_label(base.with_overrides(robot="anymal_c", plant="mujoco"), base) == "go1-anymal_c-mujoco"
     assert folder_label(base, base) == "go1"
+
+
+def _summary(run_dir, **fields) -> dict:
+    base = {"ticks": 100, "rate_hz": 100.0, "fell": False, "misses": 2, "misses_by_cause": {
+        "host": 1, "controller": 0, "solver": 1, "transport": 0, "unattributed": 0}, "mode": "lockstep",
+        "vx_mps": {"mean": 0.48, "target": 0.5}, "vy_mps": {"mean": None, "target": None},
+        "yaw_rate_radps": {"mean": None, "target": None}, "apex_height_m": {"mean": 0.44, "target": 0.45},
+        "push_ns": 3.0, "push_axis": "x", "push_at_s": 2.5, "rejected": {}, "interrupted": False,
+        "exit_codes": [0, 0], "plant_violation": "", "run_dir": str(run_dir)}
+    return {**base, **fields}
+
+
+@pytest.mark.parametrize("fell, code, outcome", [(False, 0, "done"), (True, 1, "FELL")])
+def test_run_ends_with_a_verdict_and_an_exit_code_that_means_it(synthetic_run, monkeypatch, capsys, fell, code,
+                                                                outcome):
+    """Issue 44: `launch run` printed the table and "fell: False" but not whether the robot did its
+    task, and exited 0 after a fall."""
+    import launch.cli as cli
+    import launch.run as run_module
+
+    monkeypatch.setattr(run_module, "run", lambda sc, **kw: _summary(synthetic_run, fell=fell))
+    assert cli.main(["run", "hopper", "--no-animation"]) == code
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == (f"verdict: {outcome}: vx 0.480 m/s (target 0.5); apex height 0.440 m (target 0.45); push 3 N s "
+                    f"along x at 2.5 s: {'fell' if fell else 'stood'}; 2 misses of 100 ticks (host 1, solver 1)")
