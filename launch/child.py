@@ -46,12 +46,18 @@ def request_fifo(priority: int) -> str:
         return str(err) or type(err).__name__
 
 
-def realtime_priority(sc, role: str) -> None:
+def realtime_priority(sc, role: str, folder: Path | None = None) -> None:
     """Put this process under SCHED_FIFO at the scenario's rt_priority (realtime mode only);
-    one line on stderr (the process's log) says what it got."""
+    one line on stderr (the process's log) says what it got, and folder/sched_<role>.json
+    ({"requested", "granted", "refused"}) records it for the run's summary."""
     if sc.mode != "realtime" or not sc.rt_priority:
         return
     refused = request_fifo(sc.rt_priority)
+    if folder is not None:
+        import json
+
+        (Path(folder) / f"sched_{role}.json").write_text(json.dumps(
+            {"requested": sc.rt_priority, "granted": not refused, "refused": refused}))
     if refused:
         print(f"[{role}] rt_priority {sc.rt_priority} not granted ({refused}); normal scheduler", file=sys.stderr,
               flush=True)
@@ -80,7 +86,7 @@ def serve(folder: Path) -> int:
     server = PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start)  # warms the plant up
     # after the warm-up (no JIT compiling under FIFO), before the server's ZeroMQ context (its I/O
     # thread inherits the policy) and its stall witness
-    realtime_priority(sc, "plant")
+    realtime_priority(sc, "plant", folder)
     server.run()
     return 0
 
@@ -115,7 +121,7 @@ def control(folder: Path) -> int:
     if not endpoint:
         print("controller: the plant never published its endpoint", file=sys.stderr)
         return 2
-    realtime_priority(sc, "controller")  # before the client's ZeroMQ context: its I/O thread inherits it
+    realtime_priority(sc, "controller", folder)  # before the client's ZeroMQ context: its I/O thread inherits it
     client = ControllerClient(endpoint, controller, ClientOptions(
         log_dir=str(folder), name=sc.controller, stall_ms=sc.stall_ms, stall_prob=sc.stall_prob,
         transport_delay_ms=sc.transport_delay_ms, chaos_seed=sc.seed))

@@ -20,6 +20,9 @@ def profile_rows(folder: Path) -> list[tuple[str, str]]:
     if stalls:
         rows += [("host stalls >= 1 ms", str(stalls.get("count_ge_1ms", 0))),
                  ("host stall max (ms)", _fmt(stalls.get("max_ms")))]
+    start = t["startup_ms"]
+    rows += [("set-up tick 0: controller (ms)", _fmt(start["controller_tick"])),
+             ("set-up tick 0: STATE->COMMAND (ms)", _fmt(start["latency"]))]
     for key, label in (("tick_ms", "controller tick"), ("latency_ms", "STATE->COMMAND"), ("jitter_ms", "tick jitter")):
         for p in ("p50", "p90", "p99", "max"):
             rows.append((f"{label} {p} (ms)", _fmt(t[key][p])))

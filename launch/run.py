@@ -236,6 +236,8 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "solve_ms": table["solve_ms"],
         "tick_ms": table["tick_ms"],
         "latency_ms": table["latency_ms"],
+        # tick 0 carries one-time set-up (a cold solver): apart, not inside the percentiles above
+        "startup_ms": table["startup_ms"],
         "jitter_ms": table["jitter_ms"],
         # ticks without a fresh command of the controller's in time, each with one cause
         # (bridge/attribution.py), and the host stalls the two processes witnessed
@@ -273,6 +275,9 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "interrupted": interrupted,
         "exit_codes": list(exit_codes),
         "run_dir": str(folder),
+        # realtime with rt_priority: what each process got ({"requested", "granted", "refused"})
+        "rt_priority": {role: json.loads((folder / f"sched_{role}.json").read_text())
+                        for role in ("plant", "controller") if (folder / f"sched_{role}.json").exists()} or None,
     }
     try:  # a task over holes (a plan's own; a plan file gone since the run: reported, the run kept)
         terrain = None if task is None else task.terrain()

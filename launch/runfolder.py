@@ -43,18 +43,34 @@ def percentiles(a: np.ndarray) -> dict:
             "p99": float(np.percentile(a, 99)), "max": float(a.max())}
 
 
+def steady(columns: dict) -> dict:
+    """A per-tick CSV's columns without tick 0 (the set-up tick), which goes to columns["startup"]
+    as {column: value} (finite values only; {} without a tick 0)."""
+    ticks = columns.get("tick")
+    if ticks is None or not ticks.size or ticks[0] != 0:
+        return {**columns, "startup": {}}
+    out = {k: v[1:] for k, v in columns.items()}
+    out["startup"] = {k: float(v[0]) for k, v in columns.items()
+                      if k != "tick" and v.dtype.kind == "f" and np.isfinite(v[0])}
+    return out
+
+
 def latency_table(folder: Path) -> dict:
     """Per-tick latency figures of a run (ms): controller tick time, command latency seen by the
     plant, jitter, the mean of each controller phase, and the plant's count of missed ticks with
     their causes and the host stalls witnessed (bridge/attribution.py; one count for the run's
-    table, footer, latency.png and summary.json)."""
-    ctrl = read_csv(folder / "controller_ticks.csv")
-    plant = read_csv(folder / "plant_ticks.csv")
+    table, footer, latency.png and summary.json). The statistics are the steady loop's: tick 0,
+    which carries one-time set-up (a cold solver), is left out of them and reported apart as
+    `startup_ms` (the controller's first tick and the plant's latency of tick 0)."""
+    ctrl = steady(read_csv(folder / "controller_ticks.csv"))
+    plant = steady(read_csv(folder / "plant_ticks.csv"))
     summary = json.loads((folder / "plant_summary.json").read_text()) if (folder / "plant_summary.json").exists() else {}
     phases = {k[:-3]: float(np.nanmean(v)) for k, v in ctrl.items() if k.endswith("_ms") and k not in WHOLE_TICK}
     return {
-        "ticks": int(len(plant.get("tick", []))),
+        "ticks": int(len(plant.get("tick", []))) + int(bool(plant.get("startup"))),
         "deadline_ms": summary.get("deadline_ms"),
+        "startup_ms": {"controller_tick": ctrl.get("startup", {}).get("tick_ms"),
+                       "latency": (lambda us: None if us is None else us / 1e3)(plant.get("startup", {}).get("latency_us"))},
         "tick_ms": percentiles(ctrl.get("tick_ms", np.array([]))),
         "solve_ms": percentiles(ctrl.get("solve_ms", ctrl.get("tick_ms", np.array([])))),
         "mode": summary.get("mode"),
@@ -257,8 +273,8 @@ def write_plots(folder: Path) -> list[Path]:
     fig.savefig(written[-1], dpi=100)
     plt.close(fig)
 
-    ctrl = read_csv(folder / "controller_ticks.csv")
-    plant = read_csv(folder / "plant_ticks.csv")
+    ctrl = steady(read_csv(folder / "controller_ticks.csv"))  # the steady loop: tick 0's set-up apart
+    plant = steady(read_csv(folder / "plant_ticks.csv"))
     summary = json.loads((folder / "plant_summary.json").read_text())
     deadline = summary.get("deadline_ms")
     tick_ms = ctrl.get("tick_ms", np.array([]))
@@ -354,6 +370,10 @@ def outcome_line(summary: dict) -> str:
     restarts, QP at its cap) and horizon."""
     rejected = summary.get("rejected") or 0
     line = f"fell: {summary['fell']}   {misses_text(summary)}   rejected messages: {rejected}"
+    refused = {role: got["refused"] for role, got in (summary.get("rt_priority") or {}).items() if not got["granted"]}
+    if refused:
+        line += ("\nrt_priority refused (the normal scheduler ran instead): " +
+                 "; ".join(f"{role}: {why}" for role, why in refused.items()))
     if summary.get("plan_inconsistent_ticks") is not None:  # the 3D MPC's own word on its plans
         line += (f"\nplan check: {summary['plan_inconsistent_ticks']} of {summary['ticks']} ticks corrected, "
                  f"{summary.get('plan_restarts') or 0} restarts, QP at its iteration cap on "

@@ -267,3 +267,20 @@ def test_run_ends_with_a_verdict_and_an_exit_code_that_means_it(synthetic_run, m
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == (f"verdict: {outcome}: vx 0.480 m/s (target 0.5); apex height 0.440 m (target 0.45); push 3 N s "
                     f"along x at 2.5 s: {'fell' if fell else 'stood'}; 2 misses of 100 ticks (host 1, solver 1)")
+
+
+def test_a_refused_realtime_priority_is_recorded_and_printed(tmp_path, monkeypatch):
+    """Issue 44: without the capability, `--set rt_priority=50` ran under the normal scheduler
+    and only the processes' logs said so."""
+    import launch.child as child
+    from launch.runfolder import outcome_line
+    from launch.scenario import Scenario
+
+    monkeypatch.setattr(child, "request_fifo", lambda priority: "[Errno 1] Operation not permitted")
+    sc = Scenario(name="rt", robot="hopper", mode="realtime", rt_priority=50)
+    child.realtime_priority(sc, "plant", tmp_path)
+    got = json.loads((tmp_path / "sched_plant.json").read_text())
+    assert got == {"requested": 50, "granted": False, "refused": "[Errno 1] Operation not permitted"}
+    line = outcome_line({**_summary(tmp_path), "rt_priority": {"plant": got}})
+    assert line.endswith("rt_priority refused (the normal scheduler ran instead): plant: [Errno 1] Operation not "
+                         "permitted")
