@@ -46,6 +46,17 @@ def robot_table(extra: Sequence[str] = ()) -> list[dict]:
     return rows
 
 
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    """Print every shipped scenario and every scenario field with its default and unit."""
+    from . import scenario_table
+
+    if args.markdown:
+        sys.stdout.write(scenario_table.markdown())  # byte for byte docs/SCENARIOS.md
+    else:
+        print(scenario_table.as_json() if args.json else scenario_table.text())
+    return 0
+
+
 def cmd_robots(args: argparse.Namespace) -> int:
     """Print the robot table (or JSON); a robot that cannot be built is listed with its error
     (and the exit code is 1)."""
@@ -350,6 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("robot", nargs="*", help="also these robots: names or import paths package.module:build")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_robots)
+    p = sub.add_parser("scenarios", help="list the shipped scenarios and every scenario field (default, unit)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--markdown", action="store_true", help="print docs/SCENARIOS.md")
+    p.set_defaults(func=cmd_scenarios)
     p = sub.add_parser("demo", help="run the main job (what `make demo` runs)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("run", help="run a scenario closed loop over the bridge (plant + controller processes)",
@@ -357,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "failed or the plant left physics, 130 interrupted (Ctrl-C). The last line is the "
                               "verdict: the task's targets against what was achieved, the push and its outcome, "
                               "the misses by cause")
-    p.add_argument("scenario", nargs="?", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
+    p.add_argument("scenario", nargs="?",
+                   help="scenario name (python -m launch scenarios lists them) or path to a .toml file")
     p.add_argument("--from-sweep", metavar="DIR", help="replay an episode of the sweep folder DIR (with --episode)")
     p.add_argument("--episode", type=int, metavar="K", help="the episode of --from-sweep DIR to replay")
     p.add_argument("--duration", type=float, help="simulated seconds")
@@ -391,7 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="FIELD: a scenario field (launch/scenario.py) or a short name: push=push_ns, "
                               "push_at=push_at_s,\ndrop=drop_m, duration=duration_s, latency=command_latency_ticks. "
                               "Example:\n  python -m launch sweep hopper --vary push=0:4:3 --seeds 2 --duration 3 --json")
-    p.add_argument("scenario", nargs="?", help="scenario name (launch/scenarios/*.toml) or path to a .toml file")
+    p.add_argument("scenario", nargs="?",
+                   help="scenario name (python -m launch scenarios lists them) or path to a .toml file")
     p.add_argument("--vary", action="append", default=[], metavar="FIELD=START:STOP:N",
                    help="N evenly spaced values of FIELD from START to STOP (or FIELD=A,B,C); repeat for more fields")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",

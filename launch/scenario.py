@@ -24,6 +24,40 @@ from pathlib import Path
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 
+# Each Scenario field's unit and meaning, for `python -m launch scenarios` and docs/SCENARIOS.md
+# (launch/scenario_table.py); a field without an entry fails there and in tests/test_cli.py.
+FIELD_DOCS: dict[str, tuple[str, str]] = {
+    "name": ("", "the scenario's name (run folders are named after it)"),
+    "robot": ("", "a shipped robot (python -m launch robots) or module:function returning a RobotModel"),
+    "plant": ("", "ess, nmdp, hybrid, mujoco or a baseline plant"),
+    "controller": ("", "pd (stand) or mpc (the contact-implicit MPC)"),
+    "mode": ("", "lockstep (simulated time, the plant waits) or realtime (wall clock, deadlines)"),
+    "duration_s": ("s", "simulated time of the run"),
+    "control_rate_hz": ("Hz", "STATE/COMMAND exchanges per second"),
+    "plant_rate_hz": ("Hz", "the plant's joint-impedance and largest integration rate"),
+    "hold_ticks": ("ticks", "how long the last setpoint is held after a missed tick, past any plan it carries"),
+    "seed": ("", "seed of sensor noise and chaos draws"),
+    "drop_m": ("m", "start this far above the nominal height"),
+    "push_ns": ("N s", "impulse on the base (0: none)"),
+    "push_axis": ("", "x, y (horizontal) or z (vertical)"),
+    "push_at_s": ("s", "when the push comes (empty: mid-run)"),
+    "start_pose": ("", "a pose of the robot's params['poses'] to start from (empty: nominal q0)"),
+    "mass_scale": ("", "plant model error: multiplies every mass"),
+    "inertia_scale": ("", "plant model error: multiplies every rotational inertia"),
+    "friction_mu": ("", "plant model error: the friction coefficient (empty: the robot's)"),
+    "ground_stiffness_scale": ("", "plant model error: multiplies the contact stiffness"),
+    "command_latency_ticks": ("ticks", "every command reaches the plant this many ticks late"),
+    "sensor_noise_q": ("m, rad", "standard deviation of noise on the q the controller sees"),
+    "sensor_noise_v": ("m/s, rad/s", "standard deviation of noise on the v the controller sees"),
+    "rt_priority": ("", "realtime only: SCHED_FIFO priority of both processes (0: normal scheduler)"),
+    "stall_ms": ("ms", "chaos: the controller stalls this long before answering (sim/chaos.py)"),
+    "stall_prob": ("", "chaos: the fraction of ticks a stall starts at"),
+    "transport_delay_ms": ("ms", "chaos: each COMMAND spends this long more in transit"),
+    "controller_options": ("", "the controller's options ([controller_options] table; docs/MPC.md)"),
+    "plant_options": ("", "the plant's options ([plant_options] table)"),
+}
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A closed-loop run. Rates in Hz, times in s, drop_m in m (start height above nominal),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -284,3 +285,17 @@ def test_a_refused_realtime_priority_is_recorded_and_printed(tmp_path, monkeypat
     line = outcome_line({**_summary(tmp_path), "rt_priority": {"plant": got}})
     assert line.endswith("rt_priority refused (the normal scheduler ran instead): plant: [Errno 1] Operation not "
                          "permitted")
+
+
+def test_launch_scenarios_lists_every_scenario_and_field_and_the_doc_is_its_output():
+    """Issue 44: no list of scenarios and their fields; the doc is generated, so it cannot drift."""
+    import dataclasses
+
+    from launch import scenario_table
+    from launch.scenario import Scenario, scenario_names
+
+    rows = json.loads(scenario_table.as_json())
+    assert [r["scenario"] for r in rows["scenarios"]] == scenario_names()
+    assert [r["field"] for r in rows["fields"]] == [f.name for f in dataclasses.fields(Scenario)]
+    doc = (Path(__file__).parent.parent / "docs" / "SCENARIOS.md").read_text()
+    assert doc == scenario_table.markdown(), "regenerate: python -m launch scenarios --markdown > docs/SCENARIOS.md"
