@@ -141,11 +141,9 @@ def _overridden_scenario(args: argparse.Namespace):
         sc = sc.with_overrides(robot=args.robot)  # validated below, with the other overrides
     if args.controller is not None and args.controller != sc.controller:
         sc = sc.with_overrides(controller_options={})  # the scenario's options belong to its own controller
-    import dataclasses
+    from .sweep_spec import apply_changes, parse_set
 
-    from .sweep_spec import parse_set
-
-    sc = dataclasses.replace(sc, **dict(parse_set(text) for text in args.set))  # None kept: friction_mu=none
+    sc = apply_changes(sc, dict(parse_set(text) for text in args.set))  # None kept: friction_mu=none
     if args.push_at is not None and not (args.push or sc.push_ns):
         raise ValueError(f"--push-at {args.push_at:g} times a push, but the run has none: add --push N (N s)")
     return sc.with_overrides(duration_s=args.duration, mode=args.mode, plant=args.plant, controller=args.controller,

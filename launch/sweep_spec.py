@@ -41,8 +41,18 @@ def _field_types() -> dict[str, str]:
     return {f.name: str(f.type) for f in dataclasses.fields(Scenario)}
 
 
+OPTION_TABLES = ("controller_options", "plant_options")  # FIELD may be TABLE.KEY: one option of the table
+
+
 def resolve_field(name: str, *, what: str, excluded: tuple[str, ...]) -> str:
-    """The Scenario field `name` stands for (an alias resolved); ValueError naming the valid ones."""
+    """The Scenario field `name` stands for (an alias resolved), or `controller_options.KEY` /
+    `plant_options.KEY` as given (one option; the controller checks its name when the scenario
+    is validated); ValueError naming the valid ones."""
+    table, dot, key = name.partition(".")
+    if dot and table in OPTION_TABLES:
+        if not key.isidentifier():
+            raise ValueError(f"{what}: {name!r}: the option after '{table}.' must be a name, e.g. {table}.vx")
+        return name
     types = _field_types()
     fname = ALIASES.get(name, name)
     allowed = [f for f in types if f not in excluded]
@@ -55,12 +65,55 @@ def resolve_field(name: str, *, what: str, excluded: tuple[str, ...]) -> str:
         close = difflib.get_close_matches(name, allowed + [a for a in ALIASES if a != ALIASES[a]], n=1)
         guess = f" Did you mean {close[0]!r}?" if close and fname not in types else ""
         raise ValueError(f"{what}: {name!r} {why}{hint}.{guess} Fields: {', '.join(allowed)} "
-                         f"(short names: {aliases})")
+                         f"(short names: {aliases}; one controller or plant option: controller_options.KEY, "
+                         f"plant_options.KEY)")
     return fname
 
 
+def _option_value(text: str):
+    """An option's value from text as TOML would read it: true/false, a number, [..] or {..} as
+    JSON, else the text itself."""
+    import json
+
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        value = float(text)
+        return int(value) if value == int(value) and "." not in text and "e" not in text.lower() else value
+    except ValueError:
+        pass
+    if text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _kind(fname: str) -> str:
+    """The type of a field as text ("float" for an option, whose values are mostly numbers)."""
+    return "option" if "." in fname else _field_types()[fname]
+
+
+def apply_changes(scenario: Scenario, changes: dict) -> Scenario:
+    """The scenario with `changes` ({field: value}, a field may be TABLE.KEY: that option of the
+    controller_options or plant_options table) applied, not validated."""
+    plain = {k: v for k, v in changes.items() if "." not in k}
+    tables = {t: dict(getattr(scenario, t)) for t in OPTION_TABLES}
+    for name, value in changes.items():
+        if "." in name:
+            table, _, key = name.partition(".")
+            tables[table][key] = value
+    nested = {t: d for t, d in tables.items() if d != getattr(scenario, t)}
+    return dataclasses.replace(scenario, **plain, **nested)
+
+
 def _convert(fname: str, text: str, *, what: str):
-    """One value of field `fname` from text, typed as the field (int, float, str, float or None)."""
+    """One value of field `fname` from text, typed as the field (int, float, str, float or None;
+    an option as `_option_value` reads it)."""
+    if "." in fname:
+        return _option_value(text)
     kind = _field_types()[fname]
     text = text.strip()
     if "None" in kind and text.lower() in ("none", ""):
@@ -88,7 +141,7 @@ def parse_vary(text: str) -> tuple[str, list]:
     if not sep or not name.strip() or not spec.strip():
         raise ValueError(f"{what}: write FIELD=START:STOP:N (N evenly spaced values) or FIELD=A,B,C")
     fname = resolve_field(name.strip(), what=what, excluded=NOT_VARIED)
-    kind = _field_types()[fname]
+    kind = _kind(fname)
     if ":" in spec:
         parts = spec.split(":")
         if len(parts) != 3:
@@ -102,7 +155,7 @@ def parse_vary(text: str) -> tuple[str, list]:
         if n < 1:
             raise ValueError(f"{what}: N (the number of values) must be >= 1, got {n}")
         start, stop = (_convert(fname, p, what=what) for p in parts[:2])
-        if start is None or stop is None:
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (start, stop)):
             raise ValueError(f"{what}: START and STOP must be numbers")
         raw = [start + (stop - start) * i / (n - 1) for i in range(n)] if n > 1 else [start]
         values = []
@@ -150,7 +203,7 @@ class SweepSpec:
         changes = dict(parse_set(s) for s in sets)
         if duration_s is not None:
             changes["duration_s"] = duration_s
-        base = dataclasses.replace(base, **changes)
+        base = apply_changes(base, changes)
         plan = base.controller_options.get("plan")
         if plan is not None:  # the file the episodes track (the user's or the shipped plan), by its absolute
             from mpc.planning.shipped import resolve_plan  # path: workers may run in another folder
@@ -183,7 +236,7 @@ class SweepSpec:
         for point in itertools.product(*self.vary.values()):
             values = dict(zip(self.vary, point))
             try:
-                dataclasses.replace(self.base, **values).validate()
+                apply_changes(self.base, values).validate()
             except ValueError as err:
                 shown = ", ".join(f"{k}={v}" for k, v in values.items())
                 raise ValueError(f"the episodes with {shown}: {err}") from None
@@ -209,7 +262,7 @@ class SweepSpec:
 
     def scenario(self, k: int) -> Scenario:
         """Episode k's exact scenario."""
-        return dataclasses.replace(self.base, **self.values(k))
+        return apply_changes(self.base, self.values(k))
 
     def to_json(self) -> dict:
         """The spec as sweep.json stores it."""

@@ -196,3 +196,19 @@ def test_worker_gaps_are_the_idle_time_between_episodes_of_one_worker():
             {"host": "h", "pid": 2, "started_unix_s": 100.5, "warmup_s": 0.0, "wall_s": 1.0},
             {"host": "h", "pid": 1, "started_unix_s": 105.03, "warmup_s": 0.0, "wall_s": 1.0}]
     assert worker_gaps(rows) == pytest.approx([0.01, 0.02])
+
+
+def test_one_controller_option_can_be_set_and_varied():
+    """Issue 44: `--set vx=0.4` and `--set controller_options.vx=0.4` were refused; sweeps could
+    not vary a controller option."""
+    from launch.scenario import load_scenario
+    from launch.sweep_spec import SweepSpec, apply_changes, parse_set
+
+    sc = apply_changes(load_scenario("go1"), dict([parse_set("controller_options.vy=0.2")])).validate()
+    assert sc.controller_options == {"vx": 0.5, "period": 0.4, "vy": 0.2}
+    spec = SweepSpec.from_args("go1", ["controller_options.vx=0.3:0.5:3"])
+    assert [spec.scenario(k).controller_options["vx"] for k in range(spec.episodes)] == [0.3, 0.4, 0.5]
+    with pytest.raises(ValueError, match="unknown mpc options"):
+        apply_changes(load_scenario("go1"), dict([parse_set("controller_options.vxx=1")])).validate()
+    with pytest.raises(ValueError, match="task vx must be"):
+        SweepSpec.from_args("go1", ["controller_options.vx=0.5:2.5:2"])
