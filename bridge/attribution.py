@@ -7,7 +7,9 @@ controller's report (bridge/protocol.py REPORT_FIELDS: STATE received, the tick'
 time, solver-failed flag) and the time the controller stamped on sending it. Host stalls come
 from the witnesses of both processes (bridge/witness.py). A missed tick's cause, in this order:
 
-- `controller`: the controller's CPU time for that tick alone exceeds the deadline, or its own
+- `controller`: the plant refused the controller's COMMAND for the tick (malformed: ERROR with
+  its reason) and none valid followed; or the controller's CPU time for that tick alone exceeds
+  the deadline, or its own
   work after the previous COMMAND (e.g. the MPC's preparation), still running when STATE came,
   kept it from reading STATE for at least the lateness and that work and the tick's together
   took more CPU time than the deadline (it cannot keep up). Work that ran late only because the
@@ -57,6 +59,7 @@ class TickRecord:
     report: tuple | None = None
     missed: bool = False
     injected: str = ""
+    refused: bool = False  # a message of the controller's was refused during the tick's wait
     cause: str = ""
 
 
@@ -156,7 +159,9 @@ def attribute(records: list[TickRecord], stalls: np.ndarray, deadline_ns: int, *
         if not rec.missed:
             prev_cause = ""
             continue
-        if rec.injected or rec.report is not None:
+        if rec.refused and rec.report is None and not rec.injected:
+            rec.cause = "controller"  # it answered, with a COMMAND the plant could not apply
+        elif rec.injected or rec.report is not None:
             rec.cause = cause_of(rec, stalls, deadline_ns, realtime=realtime, prev_cause=prev_cause,
                                  usual_legs_ns=usual)
         elif realtime and stalled_ns(stalls, rec.sent_ns, after[i] or rec.deadline_ns) >= STALL_MIN_NS:

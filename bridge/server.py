@@ -347,6 +347,8 @@ class PlantServer:
             return self._handle(ident, body, tick)
         except P.ProtocolError as err:
             self._reject(ident, err, tick)
+            if ident == self.client and self.records and self.records[-1].tick == tick:
+                self.records[-1].refused = True  # the controller answered this tick with a bad message
         except Exception as exc:  # a bug of ours, never the peer's licence to stop the plant
             self.counts["internal_errors"] += 1
             print(f"plant: internal error handling a message ({exc.__class__.__name__}: {exc}); going on\n"

@@ -379,7 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--robot", help="override the robot: a name (python -m launch robots) or an import path "
                                    "package.module:build, importable from the current folder or PYTHONPATH")
     p.add_argument("--plant", help="override the plant (ess, nmdp, hybrid, mujoco)")
-    p.add_argument("--controller", help="override the controller (pd, mpc)")
+    p.add_argument("--controller", help="override the controller: pd, mpc, or your own as an import path "
+                                        "package.module:make (examples/my_controller.py)")
     p.add_argument("--push", type=float, default=None, metavar="N",
                    help="push of N newton-seconds on the base (horizontal, at mid-run by default)")
     p.add_argument("--push-axis", choices=("x", "y", "z"), default=None,

@@ -139,9 +139,16 @@ class Scenario:
         _check_robot(self.name, self.robot)
         if self.plant not in PLANTS:
             raise ValueError(f"scenario {self.name!r}: unknown plant {self.plant!r}; available: {', '.join(PLANTS)}")
-        if self.controller not in CONTROLLERS:
+        if ":" in str(self.controller):  # your own: importable, callable (it is built in its own process)
+            from mpc.controllers import controller_factory
+
+            try:
+                controller_factory(self.controller)
+            except ValueError as err:
+                raise ValueError(f"scenario {self.name!r}: {err}") from None
+        elif self.controller not in CONTROLLERS:
             raise ValueError(f"scenario {self.name!r}: unknown controller {self.controller!r}; "
-                             f"available: {', '.join(CONTROLLERS)}")
+                             f"available: {', '.join(CONTROLLERS)}, or an import path 'package.module:make'")
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"scenario {self.name!r}: mode must be 'lockstep' or 'realtime', got {self.mode!r}")
         if not self.duration_s > 0:

@@ -5,10 +5,17 @@ Interface (what `bridge.client.ControllerClient` calls):
     command, timing = ctrl.compute(t, q, v, contact)
     timing2 = ctrl.prepare()          # optional: work done after the command is sent
     info = ctrl.tick_info()           # optional: non-time per-tick record (iterations, status...)
-`command` is a JointCommand; `timing` a dict of named phases in seconds (the per-phase
+    ctrl.solver_ok                    # optional: False when this tick's command is a fallback
+    ctrl.model                        # the RobotModel it controls
+`t` is the simulated time (s), `q` (nq) and `v` (nv) the state as STATE gives it (docs/PROTOCOL.md),
+`contact` (nc) bools. `command` is a sim.protocol.JointCommand (one setpoint: tau_ff, q_des, v_des,
+kp, kd, each nu long) or a sim.command_plan.JointPlan (K setpoints at stated times, which the plant
+follows through missed ticks); `timing` a dict of named phases in seconds (the per-phase
 breakdown that `launch profile` tables and plots; the MPC reports acados's phases there).
-Controllers: "pd" (StandPD, below) and "mpc" (mpc.wholebody.controller.ContactMpc for planar robots,
-mpc.centroidal.controller.CentroidalMpc for floating-base 3D robots).
+Controllers: "pd" (StandPD, below), "mpc" (mpc.wholebody.controller.ContactMpc for planar robots,
+mpc.centroidal.controller.CentroidalMpc for floating-base 3D robots), and your own as an import
+path 'package.module:make' (the robots' convention): `make(model, **options)` returns the
+controller (examples/my_controller.py; `launch run SCENARIO --controller examples.my_controller:make`).
 """
 from __future__ import annotations
 
@@ -131,10 +138,43 @@ def pd_options(model: RobotModel, **options) -> PDOptions:
     return PDOptions(**{**derived, **given})
 
 
+def controller_factory(name: str):
+    """The function an import path 'package.module:make' names (make(model, **options) returns a
+    controller); ValueError naming the path and the fix."""
+    import importlib
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", name):
+        raise ValueError(f"controller {name!r}: use 'pd', 'mpc' or an import path 'package.module:make' (a dotted "
+                         "module, one ':', a function name)")
+    module, _, attr = name.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except ImportError as err:
+        raise ValueError(f"controller {name!r}: cannot import {module!r} ({err}); run from the folder that holds "
+                         "it, or install it") from None
+    except AttributeError:
+        raise ValueError(f"controller {name!r}: module {module!r} has no {attr!r}") from None
+    if not callable(factory):
+        raise ValueError(f"controller {name!r}: {attr!r} is not callable; it must be make(model, **options)")
+    return factory
+
+
 def make_controller(name: str, model: RobotModel, **options):
-    """Build the controller called `name` for `model` (options: its dataclass's fields)."""
+    """Build the controller called `name` for `model` (options: its dataclass's fields; for an
+    import path, the keyword arguments of its make(model, **options)). A controller of an import
+    path must have `compute` (module docstring); its `model` is set to `model` if it has none."""
+    if ":" in name:
+        ctrl = controller_factory(name)(model, **options)
+        if not callable(getattr(ctrl, "compute", None)):
+            raise ValueError(f"controller {name!r}: make() returned {type(ctrl).__name__}, which has no "
+                             "compute(t, q, v, contact) (mpc/controllers.py says what a controller has)")
+        if getattr(ctrl, "model", None) is None:
+            ctrl.model = model
+        return ctrl
     if name not in CONTROLLERS:
-        raise ValueError(f"unknown controller {name!r}; available: {', '.join(CONTROLLERS)}")
+        raise ValueError(f"unknown controller {name!r}; available: {', '.join(CONTROLLERS)}, or an import path "
+                         "'package.module:make'")
     if name == "pd":
         return StandPD(model, pd_options(model, **options))
     return CONTROLLERS[name](model, **options)

@@ -314,3 +314,9 @@ def test_a_sweep_episode_with_simulated_stalls_reports_its_misses_by_cause():
     row = run_episode(sc)
     assert row["error"] == "" and row["misses"] > 0 and row["misses"] == row["misses_host"]
     assert row["solve_p50_ms"] is not None
+
+
+def test_a_refused_command_is_the_controllers_miss():
+    rec = TickRecord(0, 0, 9 * MS, missed=True, refused=True)
+    attribute([rec], np.zeros((0, 2), np.int64), 9 * MS, realtime=True)
+    assert rec.cause == "controller"

@@ -299,3 +299,20 @@ def test_launch_scenarios_lists_every_scenario_and_field_and_the_doc_is_its_outp
     assert [r["field"] for r in rows["fields"]] == [f.name for f in dataclasses.fields(Scenario)]
     doc = (Path(__file__).parent.parent / "docs" / "SCENARIOS.md").read_text()
     assert doc == scenario_table.markdown(), "regenerate: python -m launch scenarios --markdown > docs/SCENARIOS.md"
+
+
+def test_your_own_controller_by_import_path_gets_the_full_run_folder():
+    """Issue 44: `--controller mymod:MyCtrl` was refused ("available: pd, mpc")."""
+    root = Path(__file__).parent.parent
+    out = subprocess.run([sys.executable, "-m", "launch", "run", "hopper-pd", "--controller",
+                          "examples.my_controller:make", "--duration", "0.5", "--no-animation", "--json"],
+                         cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["controller"] == "examples.my_controller:make" and summary["ticks"] == 50
+    assert not summary["fell"] and summary["misses"] == 0
+    folder = Path(summary["run_dir"]) if Path(summary["run_dir"]).is_absolute() else root / summary["run_dir"]
+    assert {"controller_ticks.csv", "trajectory.npz", "latency.png", "run.mcap"} <= {p.name for p in folder.iterdir()}
+    bad = subprocess.run([sys.executable, "-m", "launch", "run", "hopper-pd", "--controller", "examples.nope:make"],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "cannot import 'examples.nope'" in bad.stderr
