@@ -347,8 +347,9 @@ class PlantServer:
             return self._handle(ident, body, tick)
         except P.ProtocolError as err:
             self._reject(ident, err, tick)
-            if ident == self.client and self.records and self.records[-1].tick == tick:
-                self.records[-1].refused = True  # the controller answered this tick with a bad message
+            if ident == self.client and self.records and self.records[-1].tick == tick and \
+                    err.reason != "sequence" and _claims_command_for(body, tick):
+                self.records[-1].refused = True  # the controller answered this tick with a bad COMMAND
         except Exception as exc:  # a bug of ours, never the peer's licence to stop the plant
             self.counts["internal_errors"] += 1
             print(f"plant: internal error handling a message ({exc.__class__.__name__}: {exc}); going on\n"
@@ -733,6 +734,15 @@ class PlantServer:
         q0_z = float(self.model.q0[names.index(z_name)]) if z_name in names else None
         return bool(trajectory_metrics(np.asarray(traj["t"]), np.asarray(traj["q"]), np.asarray(traj["contact"]),
                                        names, q0_z)["fell"])
+
+
+def _claims_command_for(body: list, tick: int) -> bool:
+    """True if a message's header (readable or not as a whole) says it is COMMAND(tick)."""
+    head = body[0] if body and isinstance(body[0], bytes) else b""
+    if len(head) < P.FIXED.size:
+        return False
+    _, _, msg_type, seq, _, _, _ = P.FIXED.unpack_from(head)
+    return msg_type == P.COMMAND and seq == tick
 
 
 def _hello_version_detail(asked: int) -> str:

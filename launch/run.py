@@ -106,12 +106,32 @@ def setup_step(log: Path) -> str:
     return steps[-1][:90] if steps else ""
 
 
+def check_port_free(port: int, what: str) -> None:
+    """Raise ValueError in one line, naming `what` and the fix, if TCP `port` on 127.0.0.1 is
+    taken (or not a port)."""
+    import errno
+    import socket
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"{what} {port!r}: a TCP port is a whole number in 1..65535")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as err:
+            busy = err.errno == errno.EADDRINUSE
+            raise ValueError(f"{what} {port}: " + ("another process holds that port (a run with --live still "
+                                                   "running?); pick another port or stop it" if busy else
+                                                   f"cannot use it ({err.strerror})")) from None
+
+
 def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = True,
         live_port: int | None = None, label: str | None = None) -> dict:
     """Run `scenario` closed loop over the bridge; return summary.json's content. live_port:
     stream the run to Foxglove's WebSocket server on that port while it goes (launch/live.py).
     label: the run folder's name after its stamp (`folder_label`; default the scenario's name)."""
     scenario = _resolve_plan(scenario.validate())
+    if live_port is not None:
+        check_port_free(live_port, "--live-port")  # before the run folder: no stub folder for a refused run
     # Ctrl-C and SIGTERM both end the run cleanly (explicit: a background job inherits SIGINT ignored)
     old_handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     folder = new_run_folder(scenario, runs_dir, label)

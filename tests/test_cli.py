@@ -316,3 +316,19 @@ def test_your_own_controller_by_import_path_gets_the_full_run_folder():
     bad = subprocess.run([sys.executable, "-m", "launch", "run", "hopper-pd", "--controller", "examples.nope:make"],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "cannot import 'examples.nope'" in bad.stderr
+
+
+def test_a_busy_live_port_is_one_line_and_leaves_no_run_folder(tmp_path):
+    """Issue 44: a busy --live-port gave a bare FoxgloveError and a stub run folder."""
+    import socket
+
+    from launch.run import run
+    from launch.scenario import load_scenario
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ValueError, match=f"--live-port {port}: another process holds that port"):
+            run(load_scenario("hopper-pd"), runs_dir=tmp_path, progress=False, live_port=port)
+    assert not any(tmp_path.iterdir())
