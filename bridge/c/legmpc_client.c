@@ -1,4 +1,4 @@
-/* legmpc_client.c: the controller's side of docs/PROTOCOL.md (version 2) over libzmq.
+/* legmpc_client.c: the controller's side of docs/PROTOCOL.md (version 3) over libzmq.
  * See legmpc_client.h for the API. Layout of this file: byte order and small helpers, the
  * strict JSON reader (CONFIG, ERROR, BYE payloads only), receiving and checking a message,
  * connect, receive, send. Every buffer is allocated in legmpc_new and legmpc_connect; the
