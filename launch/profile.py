@@ -10,10 +10,25 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def _what_ran(folder: Path) -> list[tuple[str, str]]:
+    """(label, value) rows saying what a run folder ran: scenario, robot, plant, controller
+    (from its scenario.json; "-" where it has none)."""
+    import json
+
+    path = folder / "scenario.json"
+    try:
+        sc = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        sc = {}
+    return [(key, str(sc.get(key) or "-")) for key in ("name", "robot", "plant", "controller")]
+
+
 def profile_rows(folder: Path) -> list[tuple[str, str]]:
-    """(metric, value) rows of one run's latency table."""
+    """(metric, value) rows of one run's latency table, headed by what ran (scenario, robot,
+    plant, controller, mode), so that `--compare` columns say which run is which."""
     t = latency_table(folder)
-    rows = [("mode", str(t["mode"] or "-")), ("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])),
+    rows = [("scenario" if k == "name" else k, v) for k, v in _what_ran(folder)]
+    rows += [("mode", str(t["mode"] or "-")), ("ticks", str(t["ticks"])), ("deadline (ms)", _fmt(t["deadline_ms"])),
             ("misses (no fresh command in time)", str(t["misses"]))]
     rows += [(f"  misses: {cause}", str(n)) for cause, n in t["misses_by_cause"].items()]
     stalls = t["host_stalls"]

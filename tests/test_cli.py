@@ -301,20 +301,23 @@ def test_launch_scenarios_lists_every_scenario_and_field_and_the_doc_is_its_outp
     assert doc == scenario_table.markdown(), "regenerate: python -m launch scenarios --markdown > docs/SCENARIOS.md"
 
 
-def test_your_own_controller_by_import_path_gets_the_full_run_folder():
+def test_your_own_controller_by_import_path_gets_the_full_run_folder(tmp_path):
     """Issue 44: `--controller mymod:MyCtrl` was refused ("available: pd, mpc")."""
+    import os
+
     root = Path(__file__).parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}  # the module importable, the run folder under tmp_path
     out = subprocess.run([sys.executable, "-m", "launch", "run", "hopper-pd", "--controller",
                           "examples.my_controller:make", "--duration", "0.5", "--no-animation", "--json"],
-                         cwd=root, capture_output=True, text=True, timeout=300)
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["controller"] == "examples.my_controller:make" and summary["ticks"] == 50
     assert not summary["fell"] and summary["misses"] == 0
-    folder = Path(summary["run_dir"]) if Path(summary["run_dir"]).is_absolute() else root / summary["run_dir"]
+    folder = Path(summary["run_dir"]) if Path(summary["run_dir"]).is_absolute() else tmp_path / summary["run_dir"]
     assert {"controller_ticks.csv", "trajectory.npz", "latency.png", "run.mcap"} <= {p.name for p in folder.iterdir()}
     bad = subprocess.run([sys.executable, "-m", "launch", "run", "hopper-pd", "--controller", "examples.nope:make"],
-                         cwd=root, capture_output=True, text=True, timeout=120)
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "cannot import 'examples.nope'" in bad.stderr
 
 
@@ -332,3 +335,11 @@ def test_a_busy_live_port_is_one_line_and_leaves_no_run_folder(tmp_path):
         with pytest.raises(ValueError, match=f"--live-port {port}: another process holds that port"):
             run(load_scenario("hopper-pd"), runs_dir=tmp_path, progress=False, live_port=port)
     assert not any(tmp_path.iterdir())
+
+
+def test_profile_columns_say_what_each_run_ran(synthetic_run):
+    """Issue 44: `profile --compare` could not tell the runs' robot, plant or mode apart."""
+    from launch.profile import profile_rows
+
+    rows = dict(profile_rows(synthetic_run))
+    assert [rows[k] for k in ("scenario", "robot", "plant", "controller")] == ["synthetic", "hopper", "ess", "pd"]
