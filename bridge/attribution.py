@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .protocol import REPORT_SOLVER_FAILED
+
 CAUSES = ("host", "controller", "solver", "transport", "unattributed")
 STALL_MIN_NS = 1_000_000  # a never-answered tick needs at least this much witnessed stall to be `host`
 
@@ -84,14 +86,30 @@ def stalled_ns(stalls: np.ndarray, start: int, end: int) -> int:
     return total + cur_hi - cur_lo
 
 
-def _legs_ns(rec: TickRecord) -> int:
-    """The time (ns) a tick's STATE and COMMAND spent between the processes: STATE sent (or the
-    controller free again, if later) to read, COMMAND stamped to arrived; 0 where not known."""
+def _state_leg_ns(rec: TickRecord) -> int | None:
+    """How long STATE took from the plant (or from the controller being free again, if later) to
+    being read, ns; None if not known."""
     rep = rec.report
-    if rep is None or not rec.arrival_ns:
+    return rep[0] - max(rec.sent_ns, rep[6]) if rep is not None and rep[0] else None
+
+
+def _command_leg_ns(rec: TickRecord) -> int | None:
+    """How long the COMMAND took from its send stamp to the plant, ns; None if not known."""
+    return rec.arrival_ns - rec.command_sent_ns if rec.command_sent_ns and rec.arrival_ns else None
+
+
+def _waited_ns(rec: TickRecord) -> int | None:
+    """How long STATE waited for the controller's work on the tick before, ns; None if not known."""
+    rep = rec.report
+    return max(0, rep[6] - rec.sent_ns) if rep is not None and rep[6] else None
+
+
+def _legs_ns(rec: TickRecord) -> int:
+    """The time (ns) a tick's STATE and COMMAND spent between the processes (`_state_leg_ns`
+    and `_command_leg_ns`); 0 where not known."""
+    if rec.report is None or not rec.arrival_ns:
         return 0
-    state_leg = rep[0] - max(rec.sent_ns, rep[6]) if rep[0] else 0
-    return max(0, state_leg) + (rec.arrival_ns - rec.command_sent_ns if rec.command_sent_ns else 0)
+    return max(0, _state_leg_ns(rec) or 0) + (_command_leg_ns(rec) or 0)
 
 
 def miss_times(rec: TickRecord) -> tuple:
@@ -102,10 +120,8 @@ def miss_times(rec: TickRecord) -> tuple:
     late = (rec.arrival_ns - rec.deadline_ns) / 1e6 if rec.arrival_ns else nan
     if rep is None:
         return late, nan, nan, nan, nan, nan
-    state_leg = (rep[0] - max(rec.sent_ns, rep[6])) / 1e6 if rep[0] else nan
-    command_leg = (rec.arrival_ns - rec.command_sent_ns) / 1e6 if rec.command_sent_ns and rec.arrival_ns else nan
-    waited = max(0, rep[6] - rec.sent_ns) / 1e6 if rep[6] else nan
-    return late, rep[1] / 1e6, rep[2] / 1e6, state_leg, command_leg, waited
+    in_ms = [nan if x is None else x / 1e6 for x in (_state_leg_ns(rec), _command_leg_ns(rec), _waited_ns(rec))]
+    return (late, rep[1] / 1e6, rep[2] / 1e6, *in_ms)
 
 
 def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime: bool, prev_cause: str = "",
@@ -118,10 +134,10 @@ def cause_of(rec: TickRecord, stalls: np.ndarray, deadline_ns: int, *, realtime:
     cpu, wall, flags = (rep[1], rep[2], rep[3]) if rep is not None else (0, 0, 0)
     if cpu > deadline_ns:
         return "controller"
-    ready, busy_cpu = (rep[6], rep[7]) if rep is not None else (0, 0)
-    waited = max(0, ready - rec.sent_ns) if ready else 0  # STATE waited for the controller's own work
+    busy_cpu = rep[7] if rep is not None else 0
+    waited = _waited_ns(rec) or 0  # STATE waited for the controller's own work
     on_time = rec.arrival_ns and rec.arrival_ns <= rec.deadline_ns
-    if (on_time or not realtime) and flags & 1:
+    if (on_time or not realtime) and flags & REPORT_SOLVER_FAILED:
         return "solver"
     if not realtime:
         return "unattributed"

@@ -36,8 +36,8 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from sim.chaos import StallSchedule
-from sim.command_plan import CommandKeeper, JointPlan
+from sim.chaos import StallSchedule, transport_always_late
+from sim.command_plan import CommandKeeper, JointPlan, safe_stiffness
 from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, actuated_positions, pushed_velocity
 
 from . import protocol as P
@@ -276,8 +276,7 @@ class PlantServer:
         self.stop = False
         self.joined = False
         self.endpoint = ""
-        self.safe_kp = options.safe_kp if options.safe_kp is not None else \
-            m.controller_defaults.get("safe", {}).get("kp", 0.0)
+        self.safe_kp = safe_stiffness(m, options.safe_kp)
         if not _is_stiffness(self.safe_kp):
             raise ValueError(f"{m.name}: controller_defaults['safe']['kp'] must be a finite number >= 0 (N m/rad), "
                              f"got {self.safe_kp!r}")
@@ -492,7 +491,7 @@ class PlantServer:
         poller.register(self.monitor, zmq.POLLIN)
         realtime = o.mode == "realtime"
         spin = realtime and not _under_fifo()  # never spin under SCHED_FIFO (it starves the machine)
-        late_transport = not realtime and o.transport_delay_ms * 1e-3 >= deadline_s
+        late_transport = not realtime and transport_always_late(o.transport_delay_ms, deadline_s)
         tick = 0
         while realtime and self.client is None and not self.stop:  # the clock starts with a controller
             events = dict(poller.poll(timeout=100))
@@ -714,9 +713,9 @@ class PlantServer:
     def _host_stalls(self) -> dict:
         """count_ge_1ms and max_ms of the host stalls witnessed by both processes (realtime;
         zeros in lockstep), with the plant's own witness summary apart."""
-        stalls = self._stalls()
-        ms = (stalls[:, 1] - stalls[:, 0]) / 1e6 if len(stalls) else np.zeros(0)
-        return {"count_ge_1ms": int((ms >= 1.0).sum()), "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0,
+        from .witness import stall_stats
+
+        return {**stall_stats(self._stalls()),
                 "plant": [w.summary() for w in self.witnesses] or None,
                 "controller_reported": len(self.controller_stalls)}
 

@@ -4,8 +4,8 @@
  * Native threads, not Python ones: a Python thread would wait for the interpreter lock and
  * report the process's own computing as stalls. A stall is recorded once, as the span from the
  * grid point it should have woken at to when it woke; the grid points it swallowed are skipped.
- * A witness may be pinned to one CPU (bridge/witness.py does not: see there) and raised one
- * SCHED_FIFO priority above its process (so that the process's own threads never delay it). Records go to a ring per witness that the reader drains; a full ring counts overflows. */
+ * A witness may be raised one SCHED_FIFO priority above its process (so that the process's own
+ * threads never delay it); it is not pinned (bridge/witness.py says why). Records go to a ring per witness that the reader drains; a full ring counts overflows. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -19,14 +19,14 @@
 typedef struct {
     pthread_t thread;
     volatile int running;
-    int cpu, fifo_priority;
+    int fifo_priority;
     int64_t period_ns, threshold_ns;
     int64_t ring_from[RING], ring_to[RING];
     volatile uint64_t head; /* written by the witness */
     uint64_t tail;          /* read by the reader */
     volatile uint64_t overflows;
     volatile int64_t wakeups;
-    volatile int placed;    /* 1 if the CPU pin and the priority asked for were granted */
+    volatile int placed;    /* 1 if the priority asked for was granted */
 } witness;
 
 static witness witnesses[MAX_WITNESSES];
@@ -40,12 +40,6 @@ static int64_t now_ns(void) {
 static void *run(void *arg) {
     witness *w = (witness *)arg;
     int placed = 1;
-    if (w->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(w->cpu, &set);
-        if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) placed = 0;
-    }
     if (w->fifo_priority > 0) {
         struct sched_param p = {.sched_priority = w->fifo_priority};
         if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) != 0) placed = 0;
@@ -74,14 +68,14 @@ static void *run(void *arg) {
     return NULL;
 }
 
-/* Start a witness: cpu >= 0 pins it there, fifo_priority > 0 puts it under SCHED_FIFO at that
- * priority (else it inherits the caller's policy). Returns its handle (>= 0) or -1. */
-int witness_start(int64_t period, int64_t threshold, int cpu, int fifo_priority) {
+/* Start a witness: fifo_priority > 0 puts it under SCHED_FIFO at that priority (else it
+ * inherits the caller's policy). Returns its handle (>= 0) or -1. */
+int witness_start(int64_t period, int64_t threshold, int fifo_priority) {
     for (int i = 0; i < MAX_WITNESSES; i++) {
         witness *w = &witnesses[i];
         if (w->running) continue;
         memset(w, 0, sizeof *w);
-        w->period_ns = period, w->threshold_ns = threshold, w->cpu = cpu, w->fifo_priority = fifo_priority;
+        w->period_ns = period, w->threshold_ns = threshold, w->fifo_priority = fifo_priority;
         w->placed = -1;
         w->running = 1;
         if (pthread_create(&w->thread, NULL, run, w) != 0) {

@@ -46,7 +46,7 @@ def _load():
                                     what="host-stall witness")
         lib = ctypes.CDLL(str(path))
         i64, p64, c_int = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.c_int
-        lib.witness_start.argtypes, lib.witness_start.restype = [i64, i64, c_int, c_int], c_int
+        lib.witness_start.argtypes, lib.witness_start.restype = [i64, i64, c_int], c_int
         lib.witness_stop.argtypes, lib.witness_stop.restype = [c_int], None
         lib.witness_drain.argtypes, lib.witness_drain.restype = [c_int, p64, p64, i64], i64
         lib.witness_overflows.argtypes, lib.witness_overflows.restype = [c_int], ctypes.c_uint64
@@ -82,7 +82,7 @@ class StallWitness:
         """Start a witness thread (one FIFO priority above the process if it runs under FIFO, not
         pinned: module docstring); raises RuntimeError if the thread cannot be made."""
         lib = _load()
-        handle = lib.witness_start(PERIOD_NS, STALL_THRESHOLD_NS, -1, _priority_above_process())
+        handle = lib.witness_start(PERIOD_NS, STALL_THRESHOLD_NS, _priority_above_process())
         if handle < 0:
             raise RuntimeError("could not start a host-stall witness thread")
         return cls(handle)
@@ -115,12 +115,17 @@ class StallWitness:
         of at least STALL_THRESHOLD_NS), wakeups, ring_overflows, placed (the priority asked for
         was granted)."""
         self.drain()
-        ms = (self.stalls[:, 1] - self.stalls[:, 0]) / 1e6
-        return {"count_ge_1ms": int((ms >= 1.0).sum()),
-                "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0, "count": int(len(ms)),
+        return {**stall_stats(self.stalls), "count": int(len(self.stalls)),
                 "wakeups": int(self.lib.witness_wakeups(self.handle)),
                 "ring_overflows": int(self.lib.witness_overflows(self.handle)),
                 "placed": bool(self.lib.witness_placed(self.handle) == 1)}
+
+
+def stall_stats(stalls: np.ndarray) -> dict:
+    """count_ge_1ms (stalls of at least 1 ms) and max_ms (the longest, ms; 0 if none) of stalls
+    ((n, 2) from_ns, to_ns)."""
+    ms = (stalls[:, 1] - stalls[:, 0]) / 1e6 if len(stalls) else np.zeros(0)
+    return {"count_ge_1ms": int((ms >= 1.0).sum()), "max_ms": round(float(ms.max()), 3) if len(ms) else 0.0}
 
 
 def same_clock() -> bool:

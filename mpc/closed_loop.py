@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from sim.chaos import StallSchedule
-from sim.command_plan import CommandKeeper, JointPlan
+from sim.chaos import StallSchedule, transport_always_late
+from sim.command_plan import CommandKeeper, JointPlan, safe_stiffness
 from sim.protocol import actuated_positions, pushed_velocity
 
 
@@ -43,12 +43,12 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
     model = plant.model
     period = 1.0 / control_rate_hz
     deadline_ns = int(0.9 * period * 1e9)
-    kp = model.controller_defaults.get("safe", {}).get("kp", 0.0) if safe_kp is None else safe_kp
-    keeper = CommandKeeper(model.nu, actuated_positions(model), hold_ticks=hold_ticks, safe_kp=float(kp),
+    keeper = CommandKeeper(model.nu, actuated_positions(model), hold_ticks=hold_ticks,
+                           safe_kp=float(safe_stiffness(model, safe_kp)),
                            damping_kd=damping_kd)
     chaos = StallSchedule(stall_ms=stall_ms, stall_prob=stall_prob, period_s=period, deadline_s=0.9 * period,
                           seed=chaos_seed)
-    late_transport = transport_delay_ms * 1e-3 >= 0.9 * period
+    late_transport = transport_always_late(transport_delay_ms, 0.9 * period)
     state = plant.reset(np.asarray(q0, float), v0)
     push_at = 0.5 * duration_s if push_at_s is None else push_at_s
     pushed = not push_ns

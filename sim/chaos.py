@@ -20,6 +20,12 @@ import math
 import numpy as np
 
 
+def transport_always_late(transport_delay_ms: float, deadline_s: float) -> bool:
+    """Lockstep: does a transport delay of transport_delay_ms lose every tick's COMMAND (it is at
+    least the deadline, deadline_s)?"""
+    return transport_delay_ms * 1e-3 >= deadline_s
+
+
 class StallSchedule:
     """Which ticks a seeded controller stall starts at and covers (module docstring)."""
 

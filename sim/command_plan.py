@@ -76,19 +76,11 @@ class JointPlan:
         dt + TIME_EPS; the first one before 0)."""
         return max(0, int(np.searchsorted(self.t_offset, dt + TIME_EPS, side="right")) - 1)
 
-    def check(self, nu: int) -> None:
-        """Raise ValueError naming the field unless the shapes fit nu actuators and the times are
-        a valid horizon (module docstring, MAX_SETPOINTS, MAX_PLAN_S)."""
-        k = len(self.t_offset)
-        if not 1 <= k <= MAX_SETPOINTS:
-            raise ValueError(f"t_offset: {k} setpoints; a COMMAND carries 1 to {MAX_SETPOINTS}")
-        for name in ("tau_ff", "q_des", "v_des"):
-            if np.shape(getattr(self, name)) != (k, nu):
-                raise ValueError(f"{name}: shape {np.shape(getattr(self, name))}, needs (K, nu) = ({k}, {nu})")
-        t = np.asarray(self.t_offset, float)
-        if not np.isfinite(t).all() or t[0] != 0.0 or np.any(np.diff(t) <= 0) or t[-1] > MAX_PLAN_S:
-            raise ValueError(f"t_offset must start at 0, increase strictly and end by {MAX_PLAN_S} s, got "
-                             f"{np.round(t, 6).tolist()[:8]}")
+
+def safe_stiffness(model, safe_kp: float | None = None) -> float:
+    """The safe command's joint spring (N m/rad): `safe_kp` if given, else the robot's
+    controller_defaults["safe"]["kp"], else 0 (damping only)."""
+    return model.controller_defaults.get("safe", {}).get("kp", 0.0) if safe_kp is None else safe_kp
 
 
 class CommandKeeper:

@@ -87,7 +87,7 @@ def test_a_never_answered_tick_is_host_with_a_stall_else_takes_its_streak_cause(
 
 
 # ------------------------------------------------------------------ realtime, for real
-def _realtime(tmp_path, client_opts: dict, seconds: float = 1.0, endpoint: str | None = None, proxy=None):
+def _realtime(tmp_path, client_opts: dict, seconds: float = 1.0, endpoint: str | None = None):
     plant_ep = f"ipc://{tmp_path}/plant"
     server = _server(plant_ep, mode="realtime", duration_s=seconds)
     client = ControllerClient(endpoint or plant_ep, make_controller("pd", MODEL), ClientOptions(**client_opts))
