@@ -32,12 +32,18 @@ def check_robot_for(scenario) -> None:
         _check_pose(model, robot, name, scenario.start_pose)
     if scenario.controller == "mpc" and model.floating_base:
         _check_mpc3d(model, robot, name)
-    if scenario.controller == "mpc":
-        _check_mpc_period(model, scenario)
-    if scenario.controller == "pd":
-        from mpc.controllers import pd_options
+    try:
+        if scenario.controller == "mpc":
+            _check_mpc_period(model, scenario)
+        if scenario.controller == "pd":
+            from mpc.controllers import pd_options
 
-        pd_options(model, **scenario.controller_options)
+            pd_options(model, **scenario.controller_options)
+    except (ValueError, TypeError) as err:
+        message = str(err).removeprefix(f"scenario {name!r}: ")
+        raise ValueError(f"scenario {name!r}: [controller_options] {message} (fix the scenario's "
+                         "[controller_options] table or --set controller_options.KEY=VALUE; "
+                         "README, 'Change what the robot does')") from None
 
 
 def _check_pose(model, robot: str, name: str, pose: str) -> None:

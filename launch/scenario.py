@@ -14,6 +14,7 @@ process is unknown to them (use its import path).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import tomllib
@@ -134,8 +135,9 @@ class Scenario:
     def validate(self) -> "Scenario":
         """Raise ValueError naming the bad field and the fix; return self."""
         from mpc.controllers import CONTROLLERS
-        from sim.registry import PLANTS
+        from sim.registry import PLANTS, check_plant_options
 
+        _check_types(self)
         _check_robot(self.name, self.robot)
         if self.plant not in PLANTS:
             raise ValueError(f"scenario {self.name!r}: unknown plant {self.plant!r}; available: {', '.join(PLANTS)}")
@@ -149,6 +151,10 @@ class Scenario:
         elif self.controller not in CONTROLLERS:
             raise ValueError(f"scenario {self.name!r}: unknown controller {self.controller!r}; "
                              f"available: {', '.join(CONTROLLERS)}, or an import path 'package.module:make'")
+        try:
+            check_plant_options(self.plant, self.plant_options)
+        except ValueError as err:
+            raise ValueError(f"scenario {self.name!r}: [plant_options] {err}") from None
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"scenario {self.name!r}: mode must be 'lockstep' or 'realtime', got {self.mode!r}")
         if not self.duration_s > 0:
@@ -224,6 +230,34 @@ class Scenario:
         return cls(**json.loads(text))
 
 
+def _check_types(sc: Scenario) -> None:
+    """Raise ValueError naming the first field whose value has the wrong type (a TOML string
+    "3" where a number belongs, a number where a name belongs), with the fix."""
+    for f in dataclasses.fields(Scenario):
+        value, kind = getattr(sc, f.name), str(f.type)
+        unit = FIELD_DOCS.get(f.name, ("", ""))[0]
+        unit = f" ({unit})" if unit else ""
+        if kind == "str":
+            ok, want = isinstance(value, str), "a name in quotes"
+        elif kind == "int":
+            ok, want = isinstance(value, int) and not isinstance(value, bool), f"a whole number{unit}"
+        elif kind.startswith("float"):
+            ok = _is_number(value) or (value is None and "None" in kind)
+            want = f"a finite number{unit}" + (" or left out" if "None" in kind else "")
+        elif kind == "dict":
+            ok, want = isinstance(value, dict), f"a table [{f.name}] of KEY = VALUE lines"
+        else:
+            continue
+        if ok:
+            continue
+        fix = ""
+        if isinstance(value, str) and kind != "str":
+            fix = f": write it without quotes, e.g. {f.name} = {f.default if f.default is not dataclasses.MISSING else 1}"
+        elif kind == "str":
+            fix = f": write it in quotes, e.g. {f.name} = \"{value}\""
+        raise ValueError(f"scenario {sc.name!r}: {f.name} must be {want}, got {value!r}{fix}")
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -295,7 +329,16 @@ def load_scenario(name_or_path: str) -> Scenario:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: not valid TOML: {exc}") from exc
     data.setdefault("name", path.stem)
+    fields = [f.name for f in dataclasses.fields(Scenario)]
+    for key in data:
+        if key not in fields:
+            close = difflib.get_close_matches(key, fields, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"{path}: unknown field {key!r}; {hint}the fields are listed by "
+                             "`python -m launch scenarios` (docs/SCENARIOS.md)")
     try:
         return Scenario(**data).validate()
-    except TypeError as exc:
-        raise ValueError(f"{path}: {exc} (fields: {[f.name for f in dataclasses.fields(Scenario)]})") from exc
+    except ValueError as exc:  # the file is what the user edits: name it, not the scenario
+        message = str(exc)
+        prefix = f"scenario {data['name']!r}: "
+        raise ValueError(f"{path}: {message.removeprefix(prefix)}") from None

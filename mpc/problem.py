@@ -77,6 +77,10 @@ def robot_options(model, controller: str, option_class, options: dict, *, label:
     for given, source in ((defaults, f"{name}'s controller_defaults['{controller}']"), (options, "the scenario")):
         bad = set(given) - valid
         if bad:
+            import difflib
+
+            close = [m for b in sorted(bad) for m in difflib.get_close_matches(b, sorted(valid), n=1)]
+            hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
             raise ValueError(f"unknown {controller} options {sorted(bad)}{label} (from {source}); "
-                             f"valid: {sorted(valid)}")
+                             f"{hint}valid: {sorted(valid)}")
     return {**defaults, **options}

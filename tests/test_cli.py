@@ -343,3 +343,35 @@ def test_profile_columns_say_what_each_run_ran(synthetic_run):
 
     rows = dict(profile_rows(synthetic_run))
     assert [rows[k] for k in ("scenario", "robot", "plant", "controller")] == ["synthetic", "hopper", "ess", "pd"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("vx = 0.5", "vx = 2.0"), "[controller_options] task vx must be a number in [-1.5, 1.5], got 2.0"),
+    (("vx = 0.5", 'vx = "fast"'), "[controller_options] task vx must be a number in [-1.5, 1.5], got 'fast'"),
+    (("vx = 0.5", "vxx = 0.5"), "unknown mpc options ['vxx'] for a 3D robot (from the scenario); did you mean 'vx'?"),
+    (("duration_s = 10.0", 'duration_s = "3"'),
+     "duration_s must be a finite number (s), got '3': write it without quotes"),
+    (("duration_s = 10.0", "duraton_s = 3"), "unknown field 'duraton_s'; did you mean 'duration_s'?"),
+    (('robot = "go1"', "robot = 3"), "robot must be a name in quotes, got 3"),
+    (("[controller_options]", "[plant_options]\nslip_sped = 0.01\n[controller_options]"),
+     "[plant_options] plant 'ess' has no option 'slip_sped'; did you mean 'slip_speed'?"),
+    (("hold_ticks = 3", "hold_ticks = 2.5"), "hold_ticks must be a whole number (ticks), got 2.5"),
+])
+def test_a_bad_scenario_file_is_one_line_naming_file_and_field_before_any_process(tmp_path, monkeypatch, capsys,
+                                                                                    edit, message):
+    """Issue 44, item 4: each of these crashed a child process, or named no field, and left a stub
+    run folder. Now `launch run` refuses the file in one line (file, field, fix), exit code 1, and
+    makes no run folder."""
+    from launch.cli import main
+    from launch.scenario import SCENARIO_DIR
+
+    text = (SCENARIO_DIR / "go1.toml").read_text()
+    assert edit[0] in text
+    path = tmp_path / "mine.toml"
+    path.write_text(text.replace(edit[0], edit[1]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path), "--duration", "0.1", "--no-animation"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {path}: ") and message in err, err
+    assert not (tmp_path / "runs").exists()

@@ -17,7 +17,7 @@ def _mass_matrix(model, q):
 
 @pytest.mark.parametrize("changes, match", [
     ({"mass_scale": 0.0}, "mass_scale must be a factor in"),
-    ({"inertia_scale": float("nan")}, "inertia_scale must be a factor in"),
+    ({"inertia_scale": float("nan")}, "inertia_scale must be a finite number"),
     ({"ground_stiffness_scale": 50.0}, "ground_stiffness_scale must be a factor in"),
     ({"friction_mu": -0.1}, "friction_mu must be a friction coefficient"),
     ({"command_latency_ticks": 1.5}, "command_latency_ticks must be a whole number"),
