@@ -230,6 +230,18 @@ def _column_first(columns: dict, name: str) -> float | None:
     return None if col is None or not col.size else round(float(col[0]), 6)
 
 
+def task_figures(model, metrics: dict, targets: dict) -> dict:
+    """The task's figures of a run, each {"mean": achieved, "target": asked (None: not asked)}:
+    vx_mps for every robot; apex_height_m for a planar robot (a hopper's hops); vy_mps and
+    yaw_rate_radps for a floating base (sim/metrics.py says how each is measured)."""
+    keys = [("vx_mps", "vx")]
+    if model.floating_base:
+        keys += [("vy_mps", "vy"), ("yaw_rate_radps", "yaw_rate")]
+    else:
+        keys += [("apex_height_m", "apex_height")]
+    return {key: {"mean": metrics.get(key), "target": targets.get(target)} for key, target in keys}
+
+
 def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exit_codes=()) -> dict:
     """Merge the two processes' logs into summary.json and draw the plots."""
     from robots import get_robot
@@ -267,10 +279,7 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "followed_plan_ticks": plant.get("followed_plan"),
         "injected_ticks": plant.get("injected_ticks"),
         "fell": metrics["fell"],
-        "apex_height_m": {"mean": metrics["apex_height_m"], "target": targets.get("apex_height")},
-        "vx_mps": {"mean": metrics["vx_mps"], "target": targets.get("vx")},
-        "vy_mps": {"mean": metrics.get("vy_mps"), "target": targets.get("vy")},
-        "yaw_rate_radps": {"mean": metrics.get("yaw_rate_radps"), "target": targets.get("yaw_rate")},
+        **task_figures(model, metrics, targets),
         "complementarity_max": float(np.nanmax(comp)) if comp is not None and comp.size else None,
         "complementarity_p99": float(np.nanpercentile(comp, 99)) if comp is not None and comp.size else None,
         "complementarity_worst": worst_complementarity(ctrl, model),

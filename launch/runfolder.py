@@ -202,8 +202,7 @@ def holes_metrics(folder: Path, model, terrain) -> dict:
     resting on an edge straddles it). A hole is cleared when the foot touched the ground beyond
     it (x - xc >= semi_x - r_foot) before it first fell into any hole. Returns holes_cleared,
     whether and when the foot fell in, the smallest ellipse level of the foot point over the run
-    (the planner's stricter keep-out, >= 1 outside) and the base's final x (m; final_x_m, and
-    final_x as before)."""
+    (the planner's stricter keep-out, >= 1 outside) and the base's final x (final_x_m, m)."""
     from robots import numeric
 
     traj = trajectory(folder)
@@ -222,7 +221,7 @@ def holes_metrics(folder: Path, model, terrain) -> dict:
     x_end = float(traj["q"][-1, model.q_names.index("x")])
     return {"holes_cleared": cleared, "foot_in_hole": bool(inside.size),
             "t_first_in_hole": float(traj["t"][inside[0]]) if inside.size else None,
-            "hole_level_min": float(levels.min()), "final_x_m": x_end, "final_x": x_end}
+            "hole_level_min": float(levels.min()), "final_x_m": x_end}
 
 
 def write_plots(folder: Path) -> list[Path]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,7 +209,8 @@ def test_upward_push_in_flight_delays_the_planned_touchdown(hopper):
 
 
 def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
-    """`python -m launch run hopper --json` path: MPC and plant as two processes."""
+    """`python -m launch run hopper --json` path: MPC and plant as two processes; every field of its
+    summary.json is documented in docs/RUNS.md."""
     from launch.run import run
     from launch.scenario import load_scenario
 
@@ -221,10 +223,13 @@ def test_run_hopper_over_the_bridge_prints_the_issue_json(tmp_path):
     assert summary["apex_height_m"]["target"] == 0.45 and summary["vx_mps"]["target"] == 0.3
     assert 0 < summary["complementarity_max"] < 1.0
     assert not summary["fell"]
+    assert "vy_mps" not in summary and "yaw_rate_radps" not in summary  # a planar robot's run
+    documented = (Path(__file__).resolve().parents[1] / "docs/RUNS.md").read_text()
+    undocumented = [key for key in summary if f"`{key}`" not in documented]
+    assert not undocumented, f"summary.json fields missing from docs/RUNS.md: {undocumented}"
     replanned = summary["touchdown_replanned_s"]
     assert "after_push" in replanned and set(replanned["vs_reference_s"]) == {"before_push", "after_push"}
     # the plan of every tick, for the animation's ghost: ticks x stages x nq, starting at the state
-    from pathlib import Path
 
     folder = Path(summary["run_dir"])
     with np.load(folder / "controller_horizon.npz") as data, np.load(folder / "trajectory.npz") as traj:
