@@ -161,6 +161,16 @@ def _render_stick(folder: Path, *, fps: int, slowmo: float, size: tuple[int, int
     joints = ax.plot([], [], "o", color="k", ms=4)[0]
     arrows = [ax.plot([], [], "-", color="tab:red", lw=2)[0] for _ in range(model.nc)]
     stamp = ax.text(0.02, 0.95, "", transform=ax.transAxes, fontsize=14, va="top", family="monospace")
+    from matplotlib.lines import Line2D
+
+    key = [Line2D([], [], color="tab:blue", lw=4, label="bodies"),
+           Line2D([], [], marker="o", color="tab:orange", lw=0, ms=8, label="feet"),
+           Line2D([], [], color="tab:red", lw=2, label="contact forces"),
+           Line2D([], [], color="black", lw=0, label="red time stamp: a deadline missed in the last 10 ticks")]
+    if ghost_stages:
+        key.insert(3, Line2D([], [], color="tab:blue", lw=3, alpha=0.3,
+                             label="faded: the MPC's plan at 1/3, 2/3 and the end of its horizon"))
+    ax.legend(handles=key, loc="upper right", fontsize=7, framealpha=0.8)
     ax.set_title(f"{scenario.get('name', '')}: {model.name} on {scenario.get('plant', '')}, "
                  f"{scenario.get('controller', '')}" + (f" (x{1 / slowmo:g} speed)" if slowmo != 1.0 else ""))
     out = folder / "animation.mp4"

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .runfolder import latency_table, write_plots
+from .plots import write_plots
+from .runfolder import latency_table
 
 
 def _fmt(x) -> str:

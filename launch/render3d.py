@@ -266,7 +266,9 @@ def render3d(folder: Path, *, fps: int = 30, slowmo: float = 1.0, size: tuple[in
                                                     horizon.shape[1] - 1})
         title = (f"{scenario.get('name', '')}: {robot.name} on {scenario.get('plant', '')}, "
                  f"{scenario.get('controller', '')}" + (f"  (x{1 / slowmo:g} speed)" if slowmo != 1.0 else ""))
-        legend = f"force arrows: {height:.2f} m = weight {weight:.0f} N"
+        legend = (f"force arrows: {height:.2f} m = weight {weight:.0f} N" +
+                  ("\ntranslucent robots: the MPC's plan at 1/3, 2/3 and the end of its horizon" if stages else "") +
+                  "\nred time stamp: a deadline missed in the last 10 ticks")
         out = folder / "animation.mp4"
         writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", macro_block_size=8,
                                              quality=6)

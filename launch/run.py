@@ -17,7 +17,8 @@ import numpy as np
 
 from sim.metrics import base_names
 
-from .runfolder import holes_metrics, worst_complementarity, latency_table, read_csv, task_metrics, touchdown_replanning, write_plots
+from .plots import write_plots
+from .runfolder import holes_metrics, worst_complementarity, latency_table, read_csv, task_metrics, touchdown_replanning
 from .scenario import Scenario
 
 

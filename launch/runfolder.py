@@ -3,7 +3,7 @@
 A run folder holds: scenario.json, plant_ticks.csv (per control tick: jitter, command latency,
 status, missed), controller_ticks.csv (per tick: whole-tick time and the controller's phases, ms),
 trajectory.npz (t, q, v, tau, contact, force per tick), plant_summary.json,
-controller_summary.json, summary.json and PNG plots.
+controller_summary.json, summary.json and PNG plots (launch/plots.py); docs/RUNS.md.
 """
 from __future__ import annotations
 
@@ -147,13 +147,6 @@ def worst_complementarity(ctrl: dict, model) -> dict | None:
             "b": float(ctrl["complementarity_b"][k])}
 
 
-def roll_pitch_yaw(quat: np.ndarray) -> np.ndarray:
-    """(n x 3) roll, pitch, yaw (rad; extrinsic x-y-z) of rows of quaternions (x, y, z, w), for plots."""
-    from scipy.spatial.transform import Rotation
-
-    return Rotation.from_quat(quat).as_euler("xyz")
-
-
 def _planning_spread(t: np.ndarray, td: np.ndarray, t_from: float) -> dict | None:
     """The first touchdown planned after t_from: its earliest and latest planned times over the
     ticks that planned it (until it happened), s."""
@@ -222,95 +215,6 @@ def holes_metrics(folder: Path, model, terrain) -> dict:
     return {"holes_cleared": cleared, "foot_in_hole": bool(inside.size),
             "t_first_in_hole": float(traj["t"][inside[0]]) if inside.size else None,
             "hole_level_min": float(levels.min()), "final_x_m": x_end}
-
-
-def write_plots(folder: Path) -> list[Path]:
-    """trajectory.png, latency.png (histogram + CDF with the deadline) and phases.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    traj = trajectory(folder)
-    if traj["q"].ndim != 2 or not len(traj["q"]):  # the run ended before its first tick
-        return written
-    names = list(traj["q_names"])
-    t = traj["t"]
-    if "base_qw" in names:  # a floating base: position, roll/pitch/yaw, joints, contact forces
-        fig, axes = plt.subplots(5, 1, figsize=(8, 10), sharex=True)
-        for i, n in enumerate(("x", "y", "z")):
-            axes[0].plot(t, traj["q"][:, i], label=f"base {n}")
-        for i, n in enumerate(("roll", "pitch", "yaw")):
-            axes[1].plot(t, roll_pitch_yaw(traj["q"][:, 3:7])[:, i], label=n)
-        for i, n in enumerate(names[7:]):
-            axes[2].plot(t, traj["q"][:, 7 + i], label=n, lw=0.8)
-        axes[1].set_ylabel("base angles (rad)")
-        axes[2].set_ylabel("joints (rad)")
-        force_ax, torque_ax = axes[3], axes[4]
-    else:
-        fig, axes = plt.subplots(4, 1, figsize=(8, 9), sharex=True)
-        for i, n in enumerate(names):
-            (axes[0] if n in ("x", "z") else axes[1]).plot(t, traj["q"][:, i], label=n)
-        axes[1].set_ylabel("angles (rad)")
-        force_ax, torque_ax = axes[2], axes[3]
-    if "force" in traj and traj["force"].ndim == 3:
-        for i in range(traj["force"].shape[1]):
-            force_ax.plot(t, traj["force"][:, i, 0], label=f"contact {i} normal")
-    force_ax.set_ylabel("contact force (N)")
-    for i, n in enumerate(traj["u_names"]):
-        torque_ax.plot(t, traj["tau"][:, i], label=str(n), lw=0.8)
-    axes[0].set_ylabel("base (m)")
-    torque_ax.set_ylabel("torque (N m)")
-    torque_ax.set_xlabel("simulated time (s)")
-    for ax in axes:
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6, ncol=4, loc="upper right")
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    written.append(folder / "trajectory.png")
-    fig.savefig(written[-1], dpi=100)
-    plt.close(fig)
-
-    ctrl = steady(read_csv(folder / "controller_ticks.csv"))  # the steady loop: tick 0's set-up apart
-    plant = steady(read_csv(folder / "plant_ticks.csv"))
-    summary = json.loads((folder / "plant_summary.json").read_text())
-    deadline = summary.get("deadline_ms")
-    tick_ms = ctrl.get("tick_ms", np.array([]))
-    lat_ms = plant.get("latency_us", np.array([])) / 1e3
-    fig, (h, c) = plt.subplots(1, 2, figsize=(10, 4))
-    for data, label in ((tick_ms, "controller tick (compute)"), (lat_ms, "STATE->COMMAND at the plant")):
-        d = data[np.isfinite(data)]
-        if d.size:
-            h.hist(d, bins=50, alpha=0.6, label=label)
-            c.plot(np.sort(d), np.arange(1, d.size + 1) / d.size, label=label)
-    for ax in (h, c):
-        if deadline:
-            ax.axvline(deadline, color="red", ls="--", label=f"deadline {deadline:.1f} ms")
-        ax.set_xlabel("ms")
-        ax.legend(fontsize=8)
-    h.set_title(f"latency histogram: {misses_text(summary)}", fontsize=8)
-    c.set_title("CDF")
-    c.set_ylabel("fraction of ticks")
-    fig.tight_layout()
-    written.append(folder / "latency.png")
-    fig.savefig(written[-1], dpi=100)
-    plt.close(fig)
-
-    phases = {k[:-3]: v for k, v in ctrl.items() if k.endswith("_ms") and k not in WHOLE_TICK}
-    if phases:
-        fig, ax = plt.subplots(figsize=(6, 3))
-        names_p = list(phases)
-        ax.barh(names_p, [float(np.nanmean(phases[k])) for k in names_p], label="mean")
-        ax.barh(names_p, [float(np.nanpercentile(phases[k], 99)) for k in names_p], alpha=0.3, label="p99")
-        ax.set_xlabel("ms per tick")
-        ax.set_title("controller time by phase")
-        ax.legend()
-        fig.tight_layout()
-        written.append(folder / "phases.png")
-        fig.savefig(written[-1], dpi=100)
-        plt.close(fig)
-    return written
 
 
 def run_failure(summary: dict) -> str:

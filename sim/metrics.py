@@ -3,6 +3,7 @@ go. One definition, used by the run's summary (launch), a sweep's episodes and t
 own summary (bridge), all from logged states; numpy only.
 
     trajectory_metrics(t, q, contact, q_names, q0_z) -> {"fell", "apex_height_m", "vx_mps", ...}
+    fall_time(t, q, q_names, q0_z) -> when it fell (s), or None
 """
 from __future__ import annotations
 
@@ -26,15 +27,10 @@ def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_name
     the robot has no such coordinate. fell: once the base has reached half its nominal height
     q0_z (at the start, or after standing up from lying), it drops below it again, or (floating
     base) tilts by more than MAX_TILT_RAD in roll or pitch."""
-    out = {"fell": False, "apex_height_m": None, "vx_mps": None}
+    out = {"fell": fall_time(t, q, q_names, q0_z) is not None, "apex_height_m": None, "vx_mps": None}
     x_name, z_name = base_names(q_names)
     if z_name in q_names and q.size:
         z = q[:, q_names.index(z_name)]
-        if q0_z is not None:
-            up = np.flatnonzero(z >= 0.5 * q0_z)
-            out["fell"] = bool(up.size == 0 or np.any(z[up[0]:] < 0.5 * q0_z))
-        if z_name == "base_z":
-            out["fell"] = out["fell"] or bool(np.any(tilt_angle(q[:, 3:7]) > MAX_TILT_RAD))
         airborne = ~contact.any(axis=1)
         peaks = [z[i] for i in range(1, len(z) - 1) if airborne[i] and z[i] >= z[i - 1] and z[i] > z[i + 1]]
         out["apex_height_m"] = float(np.mean(peaks)) if peaks else None
@@ -46,19 +42,50 @@ def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_name
     return out
 
 
+def fall_time(t: np.ndarray, q: np.ndarray, q_names: list[str], q0_z: float | None) -> float | None:
+    """When the robot fell (s; `trajectory_metrics` says what falling is), or None if it did not.
+    A base that never reached half its nominal height fell at the start, t[0]."""
+    _, z_name = base_names(q_names)
+    if z_name not in q_names or not q.size:
+        return None
+    fallen = np.zeros(len(q), bool)
+    if q0_z is not None:
+        z = q[:, q_names.index(z_name)]
+        up = np.flatnonzero(z >= 0.5 * q0_z)
+        if up.size == 0:
+            return float(t[0])
+        fallen[up[0]:] = z[up[0]:] < 0.5 * q0_z
+    if z_name == "base_z":
+        fallen |= tilt_angle(q[:, 3:7]) > MAX_TILT_RAD
+    hit = np.flatnonzero(fallen)
+    return float(t[hit[0]]) if hit.size else None
+
+
 def heading_velocities(t: np.ndarray, q: np.ndarray) -> dict:
     """A floating base's mean velocities over a run: vx_mps (forward) and vy_mps (leftward), m/s,
     in its heading frame (the base's yaw, tick by tick), and yaw_rate_radps (rad/s)."""
+    forward, left, turn = _heading_steps(q)
+    span = t[-1] - t[0]
+    return {"vx_mps": float(forward.sum() / span), "vy_mps": float(left.sum() / span),
+            "yaw_rate_radps": float(turn.sum() / span)}
+
+
+def heading_rates(t: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A floating base's velocities between logged states, as `heading_velocities` measures them:
+    (midpoint times s, forward m/s, leftward m/s, yaw rate rad/s), one per interval."""
+    forward, left, turn = _heading_steps(q)
+    dt = np.diff(t)
+    return 0.5 * (t[1:] + t[:-1]), forward / dt, left / dt, turn / dt
+
+
+def _heading_steps(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per interval: forward and leftward displacement (m) in the heading frame and yaw change (rad)."""
     x, y, quat = q[:, 0], q[:, 1], q[:, 3:7]
     qx, qy, qz, qw = quat.T
     yaw = np.unwrap(np.arctan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz)))
     dx, dy = np.diff(x), np.diff(y)
     mid = 0.5 * (yaw[1:] + yaw[:-1])
-    forward = np.cos(mid) * dx + np.sin(mid) * dy
-    left = -np.sin(mid) * dx + np.cos(mid) * dy
-    span = t[-1] - t[0]
-    return {"vx_mps": float(forward.sum() / span), "vy_mps": float(left.sum() / span),
-            "yaw_rate_radps": float((yaw[-1] - yaw[0]) / span)}
+    return np.cos(mid) * dx + np.sin(mid) * dy, -np.sin(mid) * dx + np.cos(mid) * dy, np.diff(yaw)
 
 
 def tilt_angle(quat: np.ndarray) -> np.ndarray:

@@ -106,7 +106,8 @@ def test_a_run_that_ended_before_its_first_tick_is_reported_not_crashed(tmp_path
     import numpy as np
 
     from launch.animate import render
-    from launch.runfolder import run_failure, write_plots
+    from launch.plots import write_plots
+    from launch.runfolder import run_failure
 
     np.savez(synthetic_run / "trajectory.npz", t=np.zeros(0), q=np.zeros(0), v=np.zeros(0), tau=np.zeros(0),
              contact=np.zeros(0), force=np.zeros(0), q_names=np.array(["x"]), u_names=np.array(["u"]))
@@ -375,3 +376,46 @@ def test_a_bad_scenario_file_is_one_line_naming_file_and_field_before_any_proces
     assert len(err.splitlines()) == 1, err
     assert err.startswith(f"error: {path}: ") and message in err, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_plots_mark_targets_push_fall_and_name_the_feet(synthetic_run, monkeypatch):
+    """Issue 44, item 11: trajectory.png draws the task's targets, the push and the fall, names each
+    foot, and gives every joint its own colour; phases.png nests acados's timers in their call."""
+    import json
+
+    import matplotlib.figure
+    import numpy as np
+
+    from launch.plots import phase_tree, write_plots
+
+    with np.load(synthetic_run / "trajectory.npz") as data:
+        traj = {k: data[k] for k in data.files}
+    traj["q"][60:, 1] = 0.05  # the base drops below half its height at t = 0.6 s: it fell there
+    np.savez(synthetic_run / "trajectory.npz", **traj)
+    (synthetic_run / "summary.json").write_text(json.dumps({
+        "vx_mps": {"mean": 0.5, "target": 0.3}, "apex_height_m": {"mean": 0.4, "target": 0.45},
+        "push_ns": 3.0, "push_axis": "x", "push_at_s": 0.3}))
+    (synthetic_run / "plant_summary.json").write_text(json.dumps({"deadline_ms": 9.0, "misses": 1, "ticks": 101}))
+    (synthetic_run / "controller_ticks.csv").write_text(
+        "tick,tick_ms,feedback_ms,fb_tot_ms,fb_qp_ms,prepare_ms\n" +
+        "".join(f"{k},2,1.5,1.2,1.0,0.4\n" for k in range(5)))
+    labels, colours = [], []
+    save = matplotlib.figure.Figure.savefig
+
+    def spy(fig, path, **kw):
+        for ax in fig.axes:
+            labels.extend(line.get_label() for line in ax.get_lines())
+            if ax.get_ylabel() == "angles (rad)":
+                colours.extend(str(line.get_color()) for line in ax.get_lines())
+        return save(fig, path, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    names = {p.name for p in write_plots(synthetic_run)}
+    assert names == {"trajectory.png", "latency.png", "phases.png"}
+    for label in ("forward target", "apex height target", "push 3 N s along x", "fell at 0.60 s", "foot"):
+        assert label in labels, (label, labels)
+    assert "contact 0 normal" not in labels
+    assert len(colours) == len(set(colours)) >= 2
+    assert phase_tree(["feedback", "fb_tot", "fb_qp", "wholebody", "prepare"]) == [
+        ("feedback", 0, None), ("fb_tot", 1, "feedback"), ("fb_qp", 2, "fb_tot"), ("wholebody", 0, None),
+        ("prepare", 0, None)]

@@ -22,6 +22,9 @@ from robots.codegen import compile_shared
 _SOURCE = Path(__file__).with_name("io.c")
 _LIB: dict[str, ctypes.CDLL] = {}
 STAT_NAMES = ("time_tot", "time_lin", "time_qp", "time_sim", "time_reg", "sqp_iter", "qp_iter")
+# The MPC controllers' tick phases (controller_ticks.csv, "<phase>_ms") that run inside another:
+# acados's own timers inside the Python-timed call that ran them (launch/plots.py draws them nested)
+PHASE_PARENTS = {"fb_tot": "feedback", "fb_qp": "fb_tot", "prep_time_tot": "prepare", "prep_time_lin": "prep_time_tot"}
 
 
 def _library() -> ctypes.CDLL:
