@@ -246,7 +246,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     """Serve a run folder's interactive 3D replay in the browser until Ctrl-C."""
     from .view import serve
 
-    serve(args.run, host=args.host, port=args.port)
+    serve(args.run, host=args.host, port=args.port, trace=args.trace_frames)
     return 0
 
 
@@ -313,8 +313,38 @@ def _print_result(result: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result))
     else:
-        for key, value in result.items():
-            print(f"{key:24s} {value}")
+        for line in result_lines(result):
+            print(line)
+
+
+def result_lines(result: dict) -> list[str]:
+    """A result dict as aligned text: nested dicts as `key.sub value` lines, a list of dicts as a
+    table (one row per item, a column per field), numbers to 4 significant digits."""
+    def text(value) -> str:
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        if isinstance(value, (list, tuple)) and not any(isinstance(v, dict) for v in value):
+            return ", ".join(text(v) for v in value)
+        return str(value)
+
+    def flat(prefix: str, value) -> list[tuple[str, object]]:
+        if isinstance(value, dict) and value:
+            return [pair for k, v in value.items() for pair in flat(f"{prefix}.{k}" if prefix else str(k), v)]
+        return [(prefix, value)]
+
+    lines: list[str] = []
+    for key, value in result.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows = [dict(flat("", v)) for v in value]
+            columns = list(dict.fromkeys(c for row in rows for c in row))
+            cells = [[text(row.get(c, "")) for c in columns] for row in rows]
+            widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+            lines.append(f"{key}:")
+            lines.append("  " + "  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+            lines += ["  " + "  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
+        else:
+            lines += [f"{k:24s} {text(v)}" for k, v in flat(key, value)]
+    return lines
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -464,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run folder (runs/<timestamp>-<scenario>)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default %(default)s)")
     p.add_argument("--port", type=_port, default=8080, help="port (default %(default)s)")
+    p.add_argument("--trace-frames", action="store_true",
+                   help="print a line per frame drawn (t and base position; for tests and scripts)")
     p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("mcap", help="write a run folder's run.mcap (for Foxglove): poses, joints, contacts, timing")
@@ -493,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "'sigma' runs the sigma homotopy on the full task from the trivial guess")
     p.add_argument("--hole-semi-axis", type=float, default=None, metavar="M",
                    help="hopper-holes: the holes' horizontal semi-axis in m (default 0.25: 0.5 m wide holes, "
-                        "as DESIGN.md and the authors' script; 0.5: the paper's a_k as a semi-axis, holes that touch)")
+                        "as the paper's hole width and the authors' script; 0.5: the paper's a_k as a semi-axis, holes that touch)")
     p.add_argument("--warm-start", nargs="?", const="shipped", default=None, metavar="PLAN",
                    help="hopper-holes: re-converge from the primal vector of the plan shipped with the package "
                         "(or of the plan file PLAN) in minutes, instead of from scratch (~1.5 h)")
@@ -516,3 +548,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, RuntimeError) as exc:  # user-facing errors: one clear line, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): no traceback, the shell's code
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's exit flush must not fail too
+        return 141

@@ -107,6 +107,52 @@ def setup_step(log: Path) -> str:
     return steps[-1][:90] if steps else ""
 
 
+class RunProgress:
+    """A run's progress: rich's bar on a terminal; otherwise (CI, `| tee`) plain lines on stderr,
+    one per new set-up step and one per tenth of the run."""
+
+    def __init__(self, scenario: Scenario, *, terminal: bool | None = None, out=None):
+        self.out = out if out is not None else sys.stderr
+        self.duration = scenario.duration_s
+        self.terminal = self.out.isatty() if terminal is None else terminal
+        self.last_step, self.next_t = "", 0.0
+        self.bar = None
+        if self.terminal:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                                TimeElapsedColumn(), transient=True, console=Console(file=self.out))
+            self.bar.start()
+            self.task = self.bar.add_task(f"{scenario.name} ({scenario.mode})", total=self.duration, info="starting")
+        else:
+            self._line(f"{scenario.name} ({scenario.mode}, {self.duration:g} s): starting")
+
+    def _line(self, text: str) -> None:
+        print(f"[run] {text}", file=self.out, flush=True)
+
+    def setup(self, step: str) -> None:
+        """The controller's latest one-time set-up line (its log's last "[...]" line)."""
+        if self.bar is not None:
+            self.bar.update(self.task, info=step)
+        elif step != self.last_step:
+            self._line(f"set-up: {step}")
+        self.last_step = step
+
+    def running(self, t: float, misses: int) -> None:
+        """Simulated time t (s) reached, with the misses so far."""
+        if self.bar is not None:
+            self.bar.update(self.task, completed=t, info=f"t={t:.1f}s misses={misses}")
+        elif t >= self.next_t:
+            self._line(f"t = {t:.1f} s of {self.duration:g} s, {misses} misses")
+            self.next_t = t + 0.1 * self.duration
+
+    def stop(self) -> None:
+        """Remove the bar (plain lines stay)."""
+        if self.bar is not None:
+            self.bar.stop()
+
+
 def check_port_free(port: int, what: str) -> None:
     """Raise ValueError in one line, naming `what` and the fix, if TCP `port` on 127.0.0.1 is
     taken (or not a port)."""
@@ -153,12 +199,7 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
     bar = None
     try:
         if progress:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                           TimeElapsedColumn(), transient=True)
-            bar.start()
-            task = bar.add_task(f"{scenario.name} ({scenario.mode})", total=scenario.duration_s, info="starting")
+            bar = RunProgress(scenario)
         # a controller that fails first (it crashed, or gave up on a silent plant) ends the run: the
         # plant would otherwise wait for it tick after tick. One that exits 0 got BYE: the plant is
         # finishing its logs, wait for it.
@@ -167,13 +208,13 @@ def run(scenario: Scenario, *, runs_dir: str | Path = "runs", progress: bool = T
             if bar is not None and (folder / "progress.json").exists():
                 try:
                     info = json.loads((folder / "progress.json").read_text())
-                    bar.update(task, completed=info["t"], info=f"t={info['t']:.1f}s misses={info['misses']}")
-                except (json.JSONDecodeError, KeyError):
+                    bar.running(float(info["t"]), int(info["misses"]))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     pass
             elif bar is not None:  # still setting up: the controller's one-time work (gait, solver build)
                 step = setup_step(folder / "controller.log")
                 if step:
-                    bar.update(task, info=step)
+                    bar.setup(step)
         controller.wait(timeout=10)
     except KeyboardInterrupt:
         interrupted = True

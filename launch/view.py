@@ -16,9 +16,10 @@ trace need no front-end code. The page shows, at the time the scrubber selects:
 - beside it, the per-tick STATE -> COMMAND latency (plant_ticks.csv) against simulated time, and
   the time, base position and whether the tick's command came late.
 
-Moving the scrubber (or "play") updates the scene for every connected browser. Each update is
-printed on stdout as `frame t=<s> base=<x>,<y>,<z>` (what tests/test_view.py reads to check that
-the browser's slider drives the scene). Serving stops with Ctrl-C.
+Moving the scrubber (or "play") updates the scene for every connected browser. With
+`--trace-frames` each update is also printed on stdout as `frame t=<s> base=<x>,<y>,<z>` (what
+tests/test_view.py reads to check that the browser's slider drives the scene). Serving stops
+with Ctrl-C.
 """
 from __future__ import annotations
 
@@ -39,9 +40,10 @@ ROBOT_RGB, GHOST_RGB, FORCE_RGB = (40, 110, 200), (150, 180, 230), (220, 40, 40)
 class RunViewer:
     """The viser scene of one run folder (module docstring); `show(k)` draws tick k."""
 
-    def __init__(self, folder: Path, *, host: str = "127.0.0.1", port: int = 8080) -> None:
+    def __init__(self, folder: Path, *, host: str = "127.0.0.1", port: int = 8080, trace: bool = False) -> None:
         import viser
 
+        self.trace = trace
         self.folder = Path(folder)
         self.scenario, self.model, traj = run_robot(self.folder)
         self.t, self.q = traj["t"], traj["q"]
@@ -123,7 +125,8 @@ class RunViewer:
         return int(min(len(self.t) - 1, np.searchsorted(self.t, t - 1e-9)))
 
     def show(self, k: int) -> None:
-        """Draw tick k: robot, forces, the plan of that tick, the readout; prints a frame line."""
+        """Draw tick k: robot, forces, the plan of that tick, the readout; with `trace`, prints a
+        frame line."""
         with self.lock:
             drawn = self.drawing.at(self.q[k])
             self.links.points = drawn.segments
@@ -150,7 +153,8 @@ class RunViewer:
             late = bool(self.missed[max(0, k - 10): k + 1].any())
             self.readout.content = (f"t = {self.t[k]:.3f} s, base ({base[0]:.3f}, {base[1]:.3f}, {base[2]:.3f}) m"
                                     + (", **deadline missed**" if late else ""))
-            print(f"frame t={self.t[k]:.4f} base={base[0]:.4f},{base[1]:.4f},{base[2]:.4f}", flush=True)
+            if self.trace:
+                print(f"frame t={self.t[k]:.4f} base={base[0]:.4f},{base[1]:.4f},{base[2]:.4f}", flush=True)
 
     def serve_forever(self) -> None:
         """Serve until interrupted; while "play" is ticked, advance the scrubber in real time."""
@@ -164,9 +168,10 @@ class RunViewer:
             last = now
 
 
-def serve(folder: Path, *, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Serve RUN_DIR's replay at http://host:port until Ctrl-C (prints the address first)."""
-    viewer = RunViewer(folder, host=host, port=port)
+def serve(folder: Path, *, host: str = "127.0.0.1", port: int = 8080, trace: bool = False) -> None:
+    """Serve RUN_DIR's replay at http://host:port until Ctrl-C (prints the address first; `trace`:
+    a line per frame drawn)."""
+    viewer = RunViewer(folder, host=host, port=port, trace=trace)
     print(f"view: http://{host}:{port} (Ctrl-C to stop)", flush=True)
     try:
         viewer.serve_forever()

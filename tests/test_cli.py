@@ -419,3 +419,51 @@ def test_plots_mark_targets_push_fall_and_name_the_feet(synthetic_run, monkeypat
     assert phase_tree(["feedback", "fb_tot", "fb_qp", "wholebody", "prepare"]) == [
         ("feedback", 0, None), ("fb_tot", 1, "feedback"), ("fb_qp", 2, "fb_tot"), ("wholebody", 0, None),
         ("prepare", 0, None)]
+
+
+def test_bench_results_print_as_aligned_text_not_python_dicts():
+    """Issue 44, item 13: `bench host-latency` printed raw dicts; nested results are flattened and a
+    list of dicts is a table."""
+    from launch.cli import result_lines
+
+    lines = result_lines({"seconds": 2.0, "late": {"p50": 90.00172, "max": 2052.37},
+                          "cpus": [{"cpu": 0, "late_us": {"p99": 101.7427}}, {"cpu": 1, "late_us": {"p99": 166.1}}]})
+    assert lines[0].split() == ["seconds", "2"] and lines[1].split() == ["late.p50", "90"]
+    assert lines[3] == "cpus:" and lines[4].split() == ["cpu", "late_us.p99"]
+    assert lines[5].split() == ["0", "101.7"] and lines[6].split() == ["1", "166.1"]
+    assert not any("{" in line for line in lines)
+
+
+def test_progress_without_a_terminal_is_plain_lines():
+    """Issue 44, item 13: set-up printed nothing when stdout was not a terminal (CI, `| tee`)."""
+    import io
+
+    from launch.run import RunProgress
+    from launch.scenario import load_scenario
+
+    out = io.StringIO()
+    bar = RunProgress(load_scenario("hopper").with_overrides(duration_s=2.0), out=out)
+    for step in ("[acados] building", "[acados] building", "[gait] solving"):
+        bar.setup(step)
+    for t in (0.0, 0.05, 0.2, 0.25, 1.0, 2.0):
+        bar.running(t, 1)
+    bar.stop()
+    assert out.getvalue().splitlines() == [
+        "[run] hopper (lockstep, 2 s): starting", "[run] set-up: [acados] building", "[run] set-up: [gait] solving",
+        "[run] t = 0.0 s of 2 s, 1 misses", "[run] t = 0.2 s of 2 s, 1 misses", "[run] t = 1.0 s of 2 s, 1 misses",
+        "[run] t = 2.0 s of 2 s, 1 misses"]
+
+
+def test_the_legmpc_console_script_is_python_m_launch():
+    """Issue 44, item 13: `legmpc` equals `python -m launch` (pyproject.toml [project.scripts])."""
+    import tomllib
+    from importlib.metadata import entry_points
+
+    root = Path(__file__).resolve().parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert declared == {"legmpc": "launch.cli:main"}
+    installed = [e for e in entry_points(group="console_scripts") if e.name == "legmpc"]
+    assert installed and installed[0].value == "launch.cli:main", "reinstall: make install (pip install -e .)"
+    script = Path(sys.executable).parent / "legmpc"
+    out = subprocess.run([str(script), "scenarios", "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and json.loads(out.stdout) == json.loads(run("scenarios", "--json").stdout)

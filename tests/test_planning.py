@@ -369,7 +369,7 @@ def test_terrain_scale_tasks():
     from mpc.planning.hopper_holes import HoleTerrain, HopperTask
     from mpc.planning.terrain_scale import ScaleSchedule, hole_tiles, scaled_task
 
-    assert HopperTask().terrain.semi_x == 0.25  # holes 0.5 m wide (DESIGN.md section 4)
+    assert HopperTask().terrain.semi_x == 0.25  # holes 0.5 m wide (seed 004, Section 6: "width of the hole")
     small = scaled_task(HopperTask(terrain=HoleTerrain(semi_x=0.5)), 0.4, 0.05)
     assert small.terrain.centers == pytest.approx((0.2, 0.6, 1.0))
     assert small.terrain.semi_x == pytest.approx(0.15) and small.terrain.semi_z == 0.1

@@ -45,7 +45,8 @@ def test_view_serves_the_run_and_the_scrubber_moves_the_robot(synthetic_run):
     from playwright.sync_api import sync_playwright
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "launch", "view", str(synthetic_run), "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "launch", "view", str(synthetic_run), "--port", str(port),
+                               "--trace-frames"],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()

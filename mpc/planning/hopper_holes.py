@@ -1,4 +1,4 @@
-"""The hopper crossing three holes (seed 004, Section 6; DESIGN.md section 4).
+"""The hopper crossing three holes (seed 004, Section 6).
 
 The planar one-legged hopper of `robots` (q = (x, z, phi_hip, phi_knee), torques at hip and
 knee) starts at rest at q0 = (0, 0.4, 0, 0) (leg straight, foot on the ground) and must be at
@@ -11,7 +11,7 @@ u^T u, |u| <= 60 N m, with the state/kinematic bounds of the paper:
 
 and the foot outside three ellipses centred on the ground at x = 0.5, 1.5, 2.5 m with
 semi-axes a (horizontal) and 0.1 m (vertical): ((p_foot,x - x_c) / a)^2 + (p_foot,z / 0.1)^2 >= 1.
-a = 0.25 m by default: holes 0.5 m wide, as DESIGN.md section 4 ("width 0.5 m") and the
+a = 0.25 m by default: holes 0.5 m wide (the paper's "width of the hole", 0.5 m), as the
 authors' script for this example (semi-axis = width / 2) have them, with 0.5 m of ground
 between them. The paper's text also uses its a_k = 0.5 ("width of the hole") as the semi-axis;
 with a = 0.5 (`HoleTerrain(semi_x=0.5)`, `plan hopper-holes --hole-semi-axis 0.5`) the holes

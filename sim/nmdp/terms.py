@@ -1,6 +1,6 @@
 """The NMDP contact model and backward-Euler residual, symbolic (CasADi) and compiled to C.
 
-Contact model (seed 002, Remark 4; DESIGN.md 3.2). Contact i has depth d_i(q) = -phi_i(q) (m)
+Contact model (seed 002, Remark 4). Contact i has depth d_i(q) = -phi_i(q) (m)
 and a force polytope with two vertices in the plane, the edges of the linearised friction
 cone scaled by a smooth, saturating capacity:
 
