@@ -1,7 +1,7 @@
 """Symbolic rigid-body dynamics of a floating-base kinematic tree in CasADi (spatial algebra).
 
 Hand-written because no package here provides it symbolically: the `pin` wheels have no CasADi
-bindings, and adam-robotics fails on go1.urdf (issue 27). The tree's numbers come from a
+bindings, and adam-robotics fails on go1.urdf. The tree's numbers come from a
 maintained URDF parser (pinocchio, robots/urdf.py); this module only turns them into CasADi
 expressions, and tests/test_spatial.py checks them against pinocchio's numeric algorithms.
 

@@ -1,4 +1,4 @@
-"""Randomised plant runs that look for lost robots (issue 25), shared by the property-based tests
+"""Randomised plant runs that look for lost robots, shared by the property-based tests
 (tests/test_plant_invariants.py) and the bench (`python -m launch bench plant-fuzz`).
 
 A `Case` drops a robot (its lowest contact `drop` m above the ground, initial velocity vx0, vz0)

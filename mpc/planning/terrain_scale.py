@@ -1,4 +1,4 @@
-"""The hopper-holes plan by continuation in the terrain's scale (issue 8, docs/PLANNING.md).
+"""The hopper-holes plan by continuation in the terrain's scale (docs/PLANNING.md).
 
 Why: from a straight-line or trivial guess the sigma homotopy on the full three-hole task
 stalls (sessions 8-13). What converges from a straight-line guess is a single hop over one

@@ -8,7 +8,7 @@ Contact model (per contact i, gap phi_i, normal velocity vn_i = Jn_i v, tangenti
   while it separates (vn > 0): crossed when the gap closes, or when the spring-damper force
   turns compressive again below ground. Damping releases a rebounding foot *below* ground
   (phi < 0, moving up); a touchdown guard of -phi alone would then already be past zero, could
-  never cross again and the robot fell through the floor (issue 25). With this h_td a contact
+  never cross again and the robot fell through the floor. With this h_td a contact
   in flight below ground always has a tensile spring-damper force and re-touches as soon as
   it pushes. liftoff="gap": h_lo = phi and h_td = -phi, as in the paper's plate model (the
   force may turn tensile, sticky, until the gap opens). The reset matrix re-arms each

@@ -30,7 +30,7 @@ left out of the mode does not go into the ground: its normal velocity after the 
 (impulse-velocity) or its gap acceleration in the mode (force-acceleration) is >= 0 to
 tolerance. Without friction this follows from the predicates (the LCP is a P-matrix one);
 with sticking contacts it does not: a sticking foot can make the second foot need a pulling
-impulse to stop, while left out it sinks (a Painleve-like case, issue 25, where the plant
+impulse to stop, while left out it sinks (a Painleve-like case, where the plant
 cycled touchdown -> Zeno -> lift-off thousands of times per step).
 
 Friction-consistent selection (`consistent_impact_mode`, `consistent_liftoff_mode`): when no

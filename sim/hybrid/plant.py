@@ -35,7 +35,7 @@ lift-off mode must be inside their cones, and when no mode with the current stic
 satisfies this, the fewest of them slide. A resting contact that moves along the ground joins
 sliding.
 The joint impedance law of the plant protocol is evaluated continuously inside the flow.
-Ties (issue 25): a guard that starts a segment at zero (an inactive contact touching at an
+Ties: a guard that starts a segment at zero (an inactive contact touching at an
 approach speed below velocity_tol that the force-acceleration predicate lifts, or an active
 contact at exactly zero force, e.g. a thrust equal to the weight, or a sticking contact exactly
 on its Coulomb cone) is watched gap_tol (tol_f) past zero until it clears 2 gap_tol (2 tol_f);
@@ -264,7 +264,7 @@ class HybridPlant(LatchedViolation):
         kinetic friction assumes (s at >= 0, s the friction's sign of vt). If it does not, the
         opposite direction is tried, and if neither holds (a Painleve-like tangential problem)
         it slides without friction. Without this the plant cycled stick -> slip -> stop at one
-        instant ~10,000 times (the biped's walk, issue 25)."""
+        instant ~10,000 times (the biped's walk)."""
         tol, tried = self.options.velocity_tol, {}
         for _ in range(2 * len(self._slip_dir) + 1):
             starting = [i for i, d in self._slip_dir.items() if d != 0.0]
@@ -405,7 +405,7 @@ class HybridPlant(LatchedViolation):
         # ground by 2 gap_tol (a "clear" event ends the segment; the next one watches gap 0 again).
         # At gap 0 the guard fired again at once whenever rounding or a vanishing approach dipped
         # the gap below zero, and the plant repeated the same event forever ("events repeat
-        # without time advancing (mode [], last guard touchdown ...)", issue 25); a contact that
+        # without time advancing (mode [], last guard touchdown ...)"); a contact that
         # sinks instead still crosses it, gap_tol deep, and is resolved as touching.
         tol = self.options.gap_tol
         gaps0 = contact_gaps(self.addr, self._q, nc)
