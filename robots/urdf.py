@@ -37,7 +37,8 @@ EXAMPLE_ROBOTS = {
 class UrdfTree:
     """A floating-base tree read from a URDF: bodies and foot frames (robots/spatial.py), sizes,
     joint names, position limits (rad) and torque limits (N m) of the actuated joints, total
-    mass (kg), the file it came from."""
+    mass (kg), the file it came from, and the placement of its IMU frame on the base (a frame
+    named like "imu" fixed to the base), if it has one."""
 
     name: str
     bodies: tuple[Body, ...]
@@ -50,6 +51,7 @@ class UrdfTree:
     u_max: np.ndarray
     mass: float
     path: Path
+    imu: tuple | None = None  # (rotation (3, 3), position (3,) m) of the URDF's IMU frame on the base, if it has one
 
 
 def example_robot_path(relative: str) -> Path:
@@ -106,10 +108,12 @@ def load_urdf_tree(robot: str, feet: tuple[str, ...] | None = None) -> UrdfTree:
             raise ValueError(f"{path.name}: no frame {name!r}; frames: {[f.name for f in model.frames]}")
         fr = model.frames[model.getFrameId(name)]
         frames.append(Frame(name, int(fr.parentJoint) - 1, (fr.placement.rotation.copy(), fr.placement.translation.copy())))
+    imu = next(((fr.placement.rotation.copy(), fr.placement.translation.copy()) for fr in model.frames
+                if "imu" in fr.name.lower() and fr.parentJoint == 1), None)
     return UrdfTree(robot if robot in EXAMPLE_ROBOTS else path.stem, tuple(bodies), tuple(frames), model.nq, model.nv,
                     tuple(model.names[2:]), np.array(model.lowerPositionLimit[7:]),
                     np.array(model.upperPositionLimit[7:]), np.array(model.effortLimit[6:]),
-                    float(sum(model.inertias[i].mass for i in range(model.njoints))), path)
+                    float(sum(model.inertias[i].mass for i in range(model.njoints))), path, imu)
 
 
 def _quat_wxyz(R: np.ndarray) -> str:

@@ -1,0 +1,216 @@
+"""The legged-robot state estimator: base pose and velocity from an IMU, joint encoders and foot
+contact sensors (docs/ESTIMATION.md says what it does, why, and what it cannot observe).
+
+    est = LeggedEstimator(model, period_s=0.01)
+    q, v, contact = est.update(reading)   # a sim/sensors.py reading (or a robot's), each tick
+
+Two filters, each from the literature:
+- attitude: the explicit complementary filter of Mahony, Hamel and Pflimlin (IEEE TAC 2008): the
+  gyro integrated on SO(3), corrected towards the gravity direction the accelerometer gives
+  (after the base's estimated acceleration is taken out), with an integral term that estimates
+  the gyro's bias;
+- position and velocity: the linear Kalman filter of Bledt et al. (MIT Cheetah 3, IROS 2018),
+  as legged_control ships it: state (base position, base velocity, each foot's position, all
+  in the world, plus the accelerometer's bias in the base frame); the prediction integrates the
+  specific force rotated by the attitude; each foot gives its position relative to the base
+  from the leg kinematics, and, while it stands, a base velocity (the foot does not slip) and
+  its height (on the ground).
+
+A reading with a non-finite or absurd value (ABSURD) is rejected: counted in `rejected`, the
+filter predicts without it. `diverged` says why the estimate cannot be trusted (covariance
+grown past its limit, the base below the ground, a non-finite estimate), "" while it can.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from robots.sensors import SensorSpec, imu_placement, sensor_spec
+
+from .kernel import PARAMS, tick
+from .legs import LegKinematics
+
+ABSURD = {"gyro": 35.0, "accel": 160.0, "foot_force_per_weight": 20.0, "joint_margin_rad": 0.5}  # rad/s, m/s^2
+
+
+def _skew(w: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def _exp(w: np.ndarray) -> np.ndarray:
+    angle = float(np.linalg.norm(w))
+    K = _skew(w)
+    if angle < 1e-9:
+        return np.eye(3) + K + 0.5 * K @ K
+    return np.eye(3) + np.sin(angle) / angle * K + (1 - np.cos(angle)) / angle ** 2 * K @ K
+
+
+def matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix."""
+    t = np.trace(R)
+    if t > 0:
+        s = 2.0 * np.sqrt(1.0 + t)
+        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.zeros(4)
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[k] = (R[k, i] + R[i, k]) / s
+        q[3] = (R[k, j] - R[j, k]) / s
+    q /= np.linalg.norm(q)
+    return q if q[3] >= 0 else -q
+
+
+@dataclass
+class EstimatorOptions:
+    """Tuning of the estimator (SI units). Attitude: kp (rad/s per unit of direction error) and
+    ki (its integral, the gyro bias's rate). Kalman filter standard deviations: process
+    noise on the base velocity (m/s/sqrt(s), the model's slack beyond the accelerometer's own
+    noise), on a standing foot's position (m/sqrt(s)) and on a swinging one's; the leg
+    kinematics' foot position (m), a standing foot's velocity (m/s) and height (m); the
+    accelerometer bias's walk (m/s^2/sqrt(s)). Contact: a foot stands when its sensed force
+    exceeds contact_force_fraction of the robot's weight shared by its feet. Divergence:
+    velocity standard deviation above max_velocity_std (m/s), or the base below min_base_z (m)."""
+
+    kp: float = 0.5
+    ki: float = 0.01
+    accel_smoothing_s: float = 0.05
+    base_velocity_walk: float = 0.05
+    stance_foot_walk: float = 0.01
+    swing_foot_walk: float = 10.0
+    kinematics_std: float = 0.005
+    stance_velocity_std: float = 0.1
+    foot_height_std: float = 0.005
+    accel_bias_walk: float = 0.01
+    contact_force_fraction: float = 0.6
+    max_velocity_std: float = 2.0
+    min_base_z: float = -0.05
+
+
+class LeggedEstimator:
+    """Base state of a floating-base robot from its hardware sensors (module docstring).
+
+    model: the RobotModel; period_s: the control period between readings (s); spec: the
+    sensors' noise (robots/sensors.py; default the model's) for the filters' noise model."""
+
+    def __init__(self, model, *, period_s: float, spec: SensorSpec | None = None,
+                 options: EstimatorOptions | None = None):
+        self.model, self.T = model, float(period_s)
+        self.spec = spec or sensor_spec(model)
+        self.o = options or EstimatorOptions()
+        self.legs = LegKinematics(model)
+        self.nc, self.nu = model.nc, model.nu
+        self.r_imu, self.R_imu = imu_placement(model)
+        self.g = np.array([0.0, 0.0, -model.gravity])
+        self.mass = float(np.asarray(model.params.get("mass_kg", 0.0)))
+        self.q_lo = np.asarray(model.q_min, float)[7:] - ABSURD["joint_margin_rad"]
+        self.q_hi = np.asarray(model.q_max, float)[7:] + ABSURD["joint_margin_rad"]
+        self.n = 6 + 3 * self.nc + 3  # p, v, feet, accelerometer bias
+        o, weight = self.o, max(self.mass * model.gravity, 1.0)
+        values = {"T": self.T, "kp": o.kp, "ki": o.ki, "g": model.gravity, "smoothing": min(1.0, self.T / max(o.accel_smoothing_s, self.T)),
+                  "accel_noise": self.spec.accel_noise_density / np.sqrt(self.T), "base_velocity_walk": o.base_velocity_walk,
+                  "stance_foot_walk": o.stance_foot_walk, "swing_foot_walk": o.swing_foot_walk,
+                  "kinematics_std": o.kinematics_std, "stance_velocity_std": o.stance_velocity_std,
+                  "foot_height_std": o.foot_height_std, "accel_bias_walk": o.accel_bias_walk,
+                  "contact_on_n": o.contact_force_fraction * weight / self.nc,
+                  "contact_off_n": 0.5 * o.contact_force_fraction * weight / self.nc,
+                  "r_imu_x": self.r_imu[0], "r_imu_y": self.r_imu[1], "r_imu_z": self.r_imu[2]}
+        self._params = np.array([values[name] for name in PARAMS])
+        self._legs_in = np.zeros(self.nu)
+        self._legs_out = np.zeros(self.legs.compiled.n_out)
+        self.rejected: dict[str, int] = {}
+        self.diverged = ""
+        self.ticks = 0
+        self._started = False
+
+    # ------------------------------------------------------------------ start
+    def _start(self, r: dict) -> None:
+        """First reading: the robot is at rest on its feet; roll and pitch from the accelerometer,
+        yaw 0, the lowest foot on the ground, x = y = 0."""
+        f = self.R_imu @ r["accel"]
+        up = f / np.linalg.norm(f)  # the world's z in the base frame
+        z = np.array([0.0, 0.0, 1.0])
+        axis = np.cross(up, z)
+        s, c = np.linalg.norm(axis), float(up @ z)
+        self.R = np.eye(3) if s < 1e-9 else _exp(axis / s * np.arctan2(s, c))  # base -> world: up -> z
+        self.bg = np.zeros(3)
+        centres, _ = self.legs(r["q_joint"])
+        feet = centres @ self.R.T
+        p = np.array([0.0, 0.0, float(np.max(self.legs.radius - feet[:, 2]))])
+        self.x = np.concatenate([p, np.zeros(3), (feet + p).ravel(), np.zeros(3)])
+        self.P = np.eye(self.n) * 1e-4
+        self.P[3:6, 3:6] = np.eye(3) * 0.01
+        self.P[-3:, -3:] = np.eye(3) * self.spec.accel_bias_init ** 2 + np.eye(3) * 1e-6
+        self._contact = np.ones(self.nc)
+        self.omega = np.zeros(3)
+        self.accel_world = np.zeros(3)
+        self.last = {k: np.array(v, float) for k, v in r.items()}
+        self._started = True
+
+    # ------------------------------------------------------------------ checks
+    def _check(self, r: dict) -> dict:
+        """The reading with every absurd part replaced by the last good one (counted)."""
+        good = {}
+        weight = max(self.mass * self.model.gravity, 1.0)
+        limits = {"gyro": lambda a: np.all(np.abs(a) <= ABSURD["gyro"]),
+                  "accel": lambda a: np.all(np.abs(a) <= ABSURD["accel"]),
+                  "foot_force": lambda a: np.all((a >= 0) & (a <= ABSURD["foot_force_per_weight"] * weight)),
+                  "q_joint": lambda a: np.all((a >= self.q_lo) & (a <= self.q_hi)),
+                  "v_joint": lambda a: True, "tau_joint": lambda a: True}
+        for name, ok in limits.items():
+            a = np.asarray(r.get(name, np.full(np.shape(self.last.get(name, 0.0)), np.nan)), float)
+            if a.shape != np.shape(self.last.get(name, a)) or not np.all(np.isfinite(a)) or not ok(a):
+                self.rejected[name] = self.rejected.get(name, 0) + 1
+                good[name] = self.last[name]
+            else:
+                good[name] = a
+        self.last = good
+        return good
+
+    # ------------------------------------------------------------------ update
+    def update(self, reading: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One tick: fuse `reading` (sim/sensors.py READING_FIELDS); return the estimated q (nq:
+        base position, quaternion x y z w, joints), v (nv: base-frame linear and angular
+        velocity, joint velocities) and the feet's contact (nc bool)."""
+        if not self._started:
+            self._start({k: np.asarray(v, float) for k, v in reading.items()})
+        r = self._check(reading)
+        self.ticks += 1
+        tick(self.x, self.P, self.R, self.bg, self.accel_world, self._contact, self.R_imu @ r["gyro"],
+             self.R_imu @ r["accel"], r["q_joint"], r["v_joint"], r["foot_force"], self.legs.radius, self._params,
+             self.legs.compiled.address, self._legs_in, self._legs_out, self.omega)
+        self._check_divergence()
+        q = np.concatenate([self.x[0:3], matrix_to_quat(self.R), r["q_joint"]])
+        v = np.concatenate([self.R.T @ self.x[3:6], self.omega, r["v_joint"]])
+        return q, v, self._contact > 0.5
+
+    @property
+    def contact(self) -> np.ndarray:
+        """Which feet the estimator takes as standing (nc bool)."""
+        return self._contact > 0.5
+
+    def _check_divergence(self) -> None:
+        if self.diverged:
+            return
+        x, P = self.x, self.P
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(P))):
+            self.diverged = "the estimate is not finite"
+        elif np.sqrt(np.max(np.diag(P)[3:6])) > self.o.max_velocity_std:
+            self.diverged = (f"the velocity's standard deviation grew to {np.sqrt(np.max(np.diag(P)[3:6])):.2f} m/s "
+                             f"(limit {self.o.max_velocity_std} m/s)")
+        elif x[2] < self.o.min_base_z:
+            self.diverged = f"the estimated base is {x[2]:.3f} m high, below the ground"
+
+    @property
+    def gyro_bias(self) -> np.ndarray:
+        """The gyro bias estimate, IMU frame, rad/s."""
+        return self.R_imu.T @ self.bg
+
+    @property
+    def accel_bias(self) -> np.ndarray:
+        """The accelerometer bias estimate, IMU frame, m/s^2 (as seen at the base origin)."""
+        return self.R_imu.T @ self.x[-3:]
