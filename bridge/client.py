@@ -30,6 +30,7 @@ import csv
 import gc
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,14 +83,37 @@ class ControllerClient:
         self.rows: list[dict] = []
         self.skipped = 0  # stale STATEs dropped unanswered (module docstring)
         self.host_stalls: dict | None = None
+        self.sensor_set = "full"  # what STATE carries, from CONFIG
+        self.dims = P.Dims.of(controller.model)
+        self.estimator = None  # estimation.LeggedEstimator, when the plant sends hardware sensors
+        self.silenced = ""  # why the client stopped commanding (the estimate diverged)
+
+    def sensor_sets(self) -> list[str]:
+        """The sensor sets this client reads (HELLO's "sensors"): "full", and for a floating-base
+        robot "hardware" through the estimator, unless the controller says otherwise (its
+        optional `sensors` attribute)."""
+        model = self.controller.model
+        default = ["full", "hardware"] if model.floating_base else ["full"]
+        return list(getattr(self.controller, "sensors", default))
 
     def _configured(self, msg: P.Message, witness_holder: list) -> tuple[bool, StallSchedule | None]:
-        """Read CONFIG's mode; in realtime start the host-stall witness and the chaos schedule."""
+        """Read CONFIG: its sensor set (hardware: the STATE layout changes and the estimator
+        starts) and mode; in realtime start the host-stall witness and the chaos schedule."""
         try:
             config = msg.json()
         except P.ProtocolError as err:
             self.errors.append({"reason": err.reason, "detail": f"unreadable CONFIG: {err.detail}"})
             return False, None
+        model = self.controller.model
+        self.sensor_set = config.get("sensors", "full")
+        if self.sensor_set not in P.SENSOR_SETS:
+            self.errors.append({"reason": "sensors", "detail": f"CONFIG names an unknown sensor set {self.sensor_set!r}"})
+            self.sensor_set = "full"
+        self.dims = P.Dims.of(model, self.sensor_set)
+        if self.sensor_set == "hardware" and self.estimator is None:
+            from estimation import LeggedEstimator
+
+            self.estimator = LeggedEstimator(model, period_s=1.0 / float(config.get("control_rate_hz", 100.0)))
         if config.get("mode") != "realtime":
             return False, None
         if witness_holder[0] is None:
@@ -125,12 +149,15 @@ class ControllerClient:
             # controller, its libraries) moves to the permanent generation, before HELLO starts
             # the plant's clock; young objects are collected after each tick's preparation, never
             # inside compute (a full collection there costs milliseconds)
+            if "hardware" in self.sensor_sets():  # compiled now, not on the first tick of a hardware run
+                from estimation import LeggedEstimator
+
+                LeggedEstimator.warm_up(model)
             gc.collect()
             gc.freeze()
             gc.disable()
             sock.send_multipart(P.encode_json(P.HELLO, 0, 0.0, {"protocol": P.VERSION, "robot": model.name,
-                                                                "name": o.name}))
-            dims = P.Dims.of(model)
+                                                                "name": o.name, "sensors": self.sensor_sets()}))
             witness_holder = [None]  # the host-stall witness, started when CONFIG says realtime
             prepare = getattr(self.controller, "prepare", None)
             tick_info = getattr(self.controller, "tick_info", None)
@@ -160,7 +187,7 @@ class ControllerClient:
                 msg, skipped, bye = None, 0, False
                 for frames in batch:
                     try:
-                        m = P.decode(frames, dims)
+                        m = P.decode(frames, self.dims)
                     except P.ProtocolError as err:
                         self.errors.append({"reason": err.reason, "detail": err.detail})
                         continue
@@ -185,7 +212,23 @@ class ControllerClient:
                 if chaos is not None and chaos.starts(msg.seq):
                     time.sleep(chaos.stall_s)
                 a = msg.arrays
-                cmd, phases = self.controller.compute(msg.t, a["q"], a["v"], a["contact"].astype(bool))
+                est_row = {}
+                if self.estimator is not None:  # hardware sensors: the controller runs on estimates
+                    t_est = time.perf_counter()
+                    q, v, contact = self.estimator.update(a)
+                    est_row = estimate_row(q, v, contact, time.perf_counter() - t_est)
+                    if self.estimator.diverged and not self.silenced:
+                        self.silenced = f"estimate diverged at t = {msg.t:.3f} s: {self.estimator.diverged}"
+                        print(f"controller: {self.silenced}; no more commands (the plant's safe command takes over)",
+                              file=sys.stderr, flush=True)
+                    if self.silenced:
+                        self.rows.append({"tick": msg.seq, "t": msg.t, **est_row, "silenced": 1})
+                        if bye:
+                            break
+                        continue
+                else:
+                    q, v, contact = a["q"], a["v"], a["contact"].astype(bool)
+                cmd, phases = self.controller.compute(msg.t, q, v, contact)
                 if o.delay_every and msg.seq % o.delay_every == o.delay_phase:
                     if o.burn_s:
                         _burn(o.burn_s)
@@ -198,7 +241,7 @@ class ControllerClient:
                           busy_cpu_ns]
                 arrays = P.command_arrays(cmd, -1, report)  # -1: the plant may hold it for its hold_ticks
                 try:
-                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=dims, wall_ns=now_ns)
+                    frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, dims=self.dims, wall_ns=now_ns)
                 except ValueError as err:  # a malformed command: logged here, sent as is, the plant rejects and counts it
                     self.errors.append({"reason": "bad_command", "detail": str(err)})
                     frames = P.encode(P.COMMAND, msg.seq, msg.t, arrays, wall_ns=now_ns)
@@ -207,13 +250,13 @@ class ControllerClient:
                 sock.send_multipart(frames)
                 t_sent = time.perf_counter()
                 cpu_sent = time.thread_time_ns()
-                P.prepare_decode(P.STATE, dims)  # the next STATE's arrays, off the latency path
+                P.prepare_decode(P.STATE, self.dims)  # the next STATE's arrays, off the latency path
                 if prepare is not None:  # e.g. the MPC's preparation phase, off the latency path
                     phases.update(prepare())
                 row = {"tick": msg.seq, "t": msg.t, "tick_ms": (t_sent - t_recv) * 1e3,
                        "cpu_ms": report[1] * 1e-6, "solve_ms": (time.perf_counter() - t_recv) * 1e3,
-                       **{f"{k}_ms": v * 1e3 for k, v in phases.items()}, "skipped": skipped,
-                       "solver_failed": int(bool(flags))}
+                       **{f"{k}_ms": val * 1e3 for k, val in phases.items()}, "skipped": skipped,
+                       "solver_failed": int(bool(flags)), **est_row}
                 if tick_info is not None:
                     row.update(tick_info())
                 if predicted is not None and o.log_dir:  # the plan of this tick, for the animation
@@ -244,7 +287,11 @@ class ControllerClient:
                 log_file.close()
             sock.close(linger=0)
         summary = {"ticks": len(self.rows), "errors": self.errors[:20], "n_errors": len(self.errors),
-                   "skipped_states": self.skipped, "host_stalls": self.host_stalls,
+                   "skipped_states": self.skipped, "host_stalls": self.host_stalls, "sensors": self.sensor_set,
+                   "estimator": None if self.estimator is None else {
+                       "rejected": dict(self.estimator.rejected), "diverged": self.estimator.diverged,
+                       "silenced": self.silenced, "gyro_bias": self.estimator.gyro_bias.tolist(),
+                       "accel_bias": self.estimator.accel_bias.tolist()},
                    "exit_code": self.exit_code,
                    "reason": "plant stopped responding" if self.exit_code == EXIT_PLANT_SILENT else "run ended"}
         if o.log_dir:
@@ -258,6 +305,20 @@ class ControllerClient:
                         stack[k] = plan
                 np.savez(Path(o.log_dir) / "controller_horizon.npz", q=stack)
         return summary
+
+
+ESTIMATE_COLUMNS = ("est_x", "est_y", "est_z", "est_qx", "est_qy", "est_qz", "est_qw", "est_vx", "est_vy",
+                    "est_vz", "est_wx", "est_wy", "est_wz")
+
+
+def estimate_row(q: np.ndarray, v: np.ndarray, contact: np.ndarray, seconds: float) -> dict:
+    """controller_ticks.csv's estimate columns: base position, quaternion (x y z w), base-frame
+    linear and angular velocity, the feet taken as standing (a bit per foot) and the
+    estimator's time (ms)."""
+    row = dict(zip(ESTIMATE_COLUMNS, [*q[:7].tolist(), *v[:6].tolist()]))
+    row["est_contact"] = int(sum(1 << i for i, c in enumerate(contact) if c))
+    row["estimator_ms"] = seconds * 1e3
+    return row
 
 
 def _span(stalls: np.ndarray) -> tuple[int, int]:

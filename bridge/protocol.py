@@ -51,7 +51,13 @@ DTYPE_CODES = {v: k for k, v in DTYPES.items()}
 
 # Every reason a message can be refused for; docs/PROTOCOL.md "Errors" says which case each covers.
 REASONS = ("truncated", "magic", "version", "type", "count", "frames", "descriptor", "dtype", "shape", "size",
-           "too_large", "non_finite", "value", "sequence", "json", "field", "robot", "unexpected", "internal")
+           "too_large", "non_finite", "value", "sequence", "json", "field", "robot", "sensors", "unexpected",
+           "internal")
+
+# What STATE carries (CONFIG's "sensors"): "full", the plant's true state (q, v, contact, force);
+# "hardware", what a robot's own sensors give (sim/sensors.py READING_FIELDS), no base pose or
+# velocity. A controller's HELLO lists the sets it reads ("sensors"; default ["full"]).
+SENSOR_SETS = ("full", "hardware")
 
 # COMMAND values are bounded so that the impedance law cannot overflow float64 (inf - inf):
 # |tau_ff|, |q_des|, |v_des| <= COMMAND_VALUE_LIMIT and 0 <= kp, kd <= COMMAND_VALUE_LIMIT.
@@ -86,28 +92,32 @@ REPORT_SOLVER_FAILED = 1
 @dataclass(frozen=True)
 class Dims:
     """Robot dimensions that size the arrays: nq, nv, nu (actuators), nc (contacts), nf (force
-    columns per contact: 2 (normal, x) for planar robots, 3 (normal, x, y) in 3D)."""
+    columns per contact: 2 (normal, x) for planar robots, 3 (normal, x, y) in 3D), and the
+    sensor set STATE carries (SENSOR_SETS)."""
 
     nq: int
     nv: int
     nu: int
     nc: int
     nf: int = 2
+    sensors: str = "full"
 
     def __post_init__(self):
-        object.__setattr__(self, "_hash", hash((self.nq, self.nv, self.nu, self.nc, self.nf)))
+        if self.sensors not in SENSOR_SETS:
+            raise ValueError(f"sensors must be one of {SENSOR_SETS}, got {self.sensors!r}")
+        object.__setattr__(self, "_hash", hash((self.nq, self.nv, self.nu, self.nc, self.nf, self.sensors)))
         object.__setattr__(self, "layouts", {})  # message type -> _Layout, made by _fixed_layout
 
     def __hash__(self) -> int:  # computed once: schema's cache hashes a Dims
         return self._hash
 
     def __reduce__(self):  # pickled without its caches
-        return Dims, (self.nq, self.nv, self.nu, self.nc, self.nf)
+        return Dims, (self.nq, self.nv, self.nu, self.nc, self.nf, self.sensors)
 
     @classmethod
-    def of(cls, model) -> "Dims":
-        """The Dims of a RobotModel."""
-        return cls(model.nq, model.nv, model.nu, model.nc, 1 + model.n_tangent)
+    def of(cls, model, sensors: str = "full") -> "Dims":
+        """The Dims of a RobotModel whose STATE carries the sensor set `sensors`."""
+        return cls(model.nq, model.nv, model.nu, model.nc, 1 + model.n_tangent, sensors)
 
 
 @lru_cache(maxsize=256)
@@ -120,6 +130,10 @@ def schema(msg_type: int, dims: Dims | None, k: int = 1) -> tuple[tuple[str, np.
         return (("json", u1, (-1,)),)
     if dims is None:
         raise ProtocolError("unexpected", f"{TYPE_NAMES.get(msg_type, msg_type)} before CONFIG")
+    if msg_type == STATE and dims.sensors == "hardware":
+        n = dims.nu
+        return (("q_joint", f8, (n,)), ("v_joint", f8, (n,)), ("tau_joint", f8, (n,)), ("gyro", f8, (3,)),
+                ("accel", f8, (3,)), ("foot_force", f8, (dims.nc,)), ("status", u1, (1,)))
     if msg_type == STATE:
         return (("q", f8, (dims.nq,)), ("v", f8, (dims.nv,)), ("contact", u1, (dims.nc,)),
                 ("force", f8, (dims.nc, dims.nf)), ("status", u1, (1,)))
@@ -293,12 +307,12 @@ _JSON_NAMES = {bool: "true/false", int: "an integer", float: "a number", str: "a
 # Typed fields of the JSON payloads: name -> (Python type, required). Unknown fields are
 # ignored (a newer peer may add some); a known field of the wrong type is an error.
 JSON_SCHEMAS: dict[int, dict[str, tuple[type, bool]]] = {
-    HELLO: {"protocol": (int, True), "name": (str, False), "robot": (str, False)},
+    HELLO: {"protocol": (int, True), "name": (str, False), "robot": (str, False), "sensors": (list, False)},
     CONFIG: {"protocol": (int, True), "robot": (str, True), "nq": (int, True), "nv": (int, True),
              "nu": (int, True), "nc": (int, True), "q_names": (list, True), "u_names": (list, True),
              "q_index": (list, True), "v_index": (list, True), "mode": (str, True),
              "floating_base": (bool, True), "force_columns": (list, True), "quaternion_order": (str, False),
-             "base_velocity_frame": (str, False)},
+             "base_velocity_frame": (str, False), "sensors": (str, False)},
     ERROR: {"reason": (str, True), "detail": (str, False)},
     BYE: {"reason": (str, True)},
 }

@@ -81,6 +81,9 @@ class ServerOptions:
     drops the record and counts it, `live_dropped`) for `launch run --live` (`LIVE_FIELDS`).
     stall_ms, stall_prob, transport_delay_ms, chaos_seed: in lockstep, simulated controller stalls
     and late COMMANDs (sim/chaos.py); in realtime the controller injects them (ClientOptions).
+    sensors: what STATE carries (protocol SENSOR_SETS): "full" (the true state) or "hardware"
+    (sim/sensors.py: encoders, IMU, foot forces; a floating-base robot only), its noise scaled by
+    sensor_noise_scale and drawn from sensor_seed; log_dir then also gets sensors.npz.
     """
 
     bind: str = "tcp://127.0.0.1:5555"
@@ -103,6 +106,9 @@ class ServerOptions:
     stall_prob: float = 0.0
     transport_delay_ms: float = 0.0
     chaos_seed: int = 0
+    sensors: str = "full"
+    sensor_noise_scale: float = 1.0
+    sensor_seed: int = 0
 
     def validate(self) -> "ServerOptions":
         """Raise ValueError naming any bad field; return self."""
@@ -130,6 +136,11 @@ class ServerOptions:
                 raise ValueError(f"{name} must be finite and >= 0 (ms), got {getattr(self, name)}")
         if not 0 <= self.stall_prob <= 1:
             raise ValueError(f"stall_prob must be in [0, 1], got {self.stall_prob}")
+        if self.sensors not in P.SENSOR_SETS:
+            raise ValueError(f"sensors must be one of {P.SENSOR_SETS}, got {self.sensors!r}")
+        if isinstance(self.sensor_noise_scale, bool) or not (np.isfinite(self.sensor_noise_scale)
+                                                             and self.sensor_noise_scale >= 0):
+            raise ValueError(f"sensor_noise_scale must be a finite number >= 0, got {self.sensor_noise_scale!r}")
         if self.live is not None and not (isinstance(self.live, str) and self.live.startswith("ipc://")):
             raise ValueError(f"live must be an ipc:// endpoint (a local file), got {self.live!r}")
         return self
@@ -262,7 +273,15 @@ class PlantServer:
         self.model = plant.model
         self.options = options.validate()
         m = self.model
-        self.dims = P.Dims.of(m)
+        self.dims = P.Dims.of(m, options.sensors)
+        self.sensors = None  # the hardware sensor model (sim/sensors.py), and its readings for sensors.npz
+        self.readings: list[dict] = []
+        if options.sensors == "hardware":
+            from robots.sensors import sensor_spec
+            from sim.sensors import SensorModel
+
+            self.sensors = SensorModel(m, sensor_spec(m).scaled(options.sensor_noise_scale), period_s=options.period,
+                                       seed=options.sensor_seed)
         self.joints = actuated_joints(m)  # index into v per actuator
         self.joints_q = actuated_positions(m)  # index into q (past a floating base's quaternion)
         self.status = np.zeros(1, np.uint8)  # STATE's status: how the last tick's command was applied
@@ -313,7 +332,15 @@ class PlantServer:
                 "u_max": m.u_max.tolist(), "q0": m.q0.tolist(), "mode": o.mode, "control_rate_hz": o.control_rate_hz,
                 "plant_rate_hz": o.plant_rate_hz, "deadline_s": self._deadline(), "hold_ticks": o.hold_ticks,
                 "safe_kp": self.safe_kp, "damping_kd": o.damping_kd, "max_setpoints": P.MAX_SETPOINTS,
-                "max_plan_s": P.MAX_PLAN_S, "clock": "CLOCK_MONOTONIC"}
+                "max_plan_s": P.MAX_PLAN_S, "clock": "CLOCK_MONOTONIC", "sensors": o.sensors,
+                **(self._sensor_config() if self.sensors is not None else {})}
+
+    def _sensor_config(self) -> dict:
+        """CONFIG's description of the hardware sensors: the IMU frame's placement on the base and
+        how old each reading is (docs/PROTOCOL.md, "Hardware sensors")."""
+        s = self.sensors
+        return {"imu": {"position": s.r_imu.tolist(), "rotation": s.R_imu.tolist()},
+                "sensor_latency_s": s.spec.latency_s}
 
     def _deadline(self) -> float:
         return self.options.deadline_s if self.options.deadline_s is not None else 0.9 * self.options.period
@@ -326,9 +353,27 @@ class PlantServer:
 
     def _send_state(self, tick: int) -> None:
         s = self.state
-        self._send(self.client, P.encode(P.STATE, tick, s.t, [s.q, s.v, s.contact.astype(np.uint8), s.force,
-                                                              self.status], dims=self.dims))
+        if self.sensors is not None:
+            r = self.readings[-1]
+            arrays = [r["q_joint"], r["v_joint"], r["tau_joint"], r["gyro"], r["accel"], r["foot_force"], self.status]
+        else:
+            arrays = [s.q, s.v, s.contact.astype(np.uint8), s.force, self.status]
+        self._send(self.client, P.encode(P.STATE, tick, s.t, arrays, dims=self.dims))
         P.prepare_decode(P.COMMAND, self.dims, self.setpoints)  # while the controller works: the reply's arrays
+
+    def _sense(self) -> None:
+        """The hardware sensors read the state the plant is in (every tick, whether or not a
+        controller listens: a robot's sensors run on their own); kept for sensors.npz."""
+        if self.sensors is not None:
+            reading = self.sensors.read(self.state)
+            reading["t"] = self.state.t
+            self.readings.append(reading)
+
+    def _write_sensors(self) -> None:
+        """sensors.npz in the log folder: every tick's reading (READING_FIELDS, and t)."""
+        if self.readings and self.options.log_dir:
+            np.savez(Path(self.options.log_dir) / "sensors.npz",
+                     **{k: np.array([r[k] for r in self.readings]) for k in self.readings[0]})
 
     def _reject(self, ident: bytes, err: P.ProtocolError, seq: int) -> None:
         self.rejects[err.reason] += 1
@@ -367,6 +412,12 @@ class PlantServer:
             if hello.get("robot", self.model.name) != self.model.name:
                 raise P.ProtocolError("robot", f"controller is for robot {hello['robot'][:60]!r}, "
                                                f"this plant simulates {self.model.name!r}")
+            reads = hello.get("sensors", ["full"])
+            if self.options.sensors not in reads:
+                raise P.ProtocolError("sensors", f"this plant sends the {self.options.sensors!r} sensor set "
+                                                 f"(CONFIG 'sensors'); the controller reads only {str(reads)[:80]} "
+                                                 "(HELLO 'sensors'): give it an estimator (estimation/), or start "
+                                                 "the plant with the set it reads (serve-plant --sensors)")
             self.client = ident
             self.counts["hellos"] += 1
             self._send(ident, P.encode_json(P.CONFIG, tick, self.state.t, self._config()))
@@ -441,6 +492,7 @@ class PlantServer:
             if self.client is not None:
                 self._send(self.client, P.encode_json(P.BYE, 0, self.state.t, {"reason": self.end_reason}))
             self.log.close()
+            self._write_sensors()
             self.sock.disable_monitor()
             self.monitor.close(linger=0)
             self.sock.close(linger=100)
@@ -505,6 +557,7 @@ class PlantServer:
             self.witnesses = [StallWitness.start()]
         self.joined = False
         t_sched = time.perf_counter()
+        self._sense()
         while not self.stop and (n_ticks is None or tick < n_ticks):
             if realtime:
                 _sleep_until(t_sched, spin)
@@ -552,6 +605,7 @@ class PlantServer:
             status = self._apply(command, tick, rec, injected, deadline_ns, period)
             if self.options.push_ns and not self.pushed and self.state.t >= self._push_time():
                 self._push()
+            self._sense()
             violation = self.state.violation
             if violation:  # the plant left physics: say so and end the run instead of serving fiction
                 status = "violation"

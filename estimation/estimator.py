@@ -79,11 +79,11 @@ class EstimatorOptions:
     kp: float = 0.5
     ki: float = 0.01
     accel_smoothing_s: float = 0.05
-    base_velocity_walk: float = 0.05
+    base_velocity_walk: float = 0.03
     stance_foot_walk: float = 0.01
     swing_foot_walk: float = 10.0
     kinematics_std: float = 0.005
-    stance_velocity_std: float = 0.1
+    stance_velocity_std: float = 0.3
     foot_height_std: float = 0.005
     accel_bias_walk: float = 0.01
     contact_force_fraction: float = 0.6
@@ -127,6 +127,19 @@ class LeggedEstimator:
         self.ticks = 0
         self._started = False
 
+    @staticmethod
+    def warm_up(model, period_s: float = 0.01) -> None:
+        """Compile the kernel and the leg kinematics (numba caches them on disk): call it before a
+        run's clock starts, so that the first tick does not pay for compiling. Feeds one reading
+        of the robot standing still at q0."""
+        est = LeggedEstimator(model, period_s=period_s)
+        _, R_imu = imu_placement(model)
+        weight = max(est.mass * model.gravity, 1.0)
+        est.update({"q_joint": np.asarray(model.q0, float)[7:], "v_joint": np.zeros(model.nu),
+                    "tau_joint": np.zeros(model.nu), "gyro": np.zeros(3),
+                    "accel": R_imu.T @ np.array([0.0, 0.0, model.gravity]),
+                    "foot_force": np.full(model.nc, weight / model.nc)})
+
     # ------------------------------------------------------------------ start
     def _start(self, r: dict) -> None:
         """First reading: the robot is at rest on its feet; roll and pitch from the accelerometer,
@@ -140,8 +153,9 @@ class LeggedEstimator:
         self.bg = np.zeros(3)
         centres, _ = self.legs(r["q_joint"])
         feet = centres @ self.R.T
-        p = np.array([0.0, 0.0, float(np.max(self.legs.radius - feet[:, 2]))])
-        self.x = np.concatenate([p, np.zeros(3), (feet + p).ravel(), np.zeros(3)])
+        base = np.array([0.0, 0.0, float(np.max(self.legs.radius - feet[:, 2]))])
+        p = base + self.R @ self.r_imu  # the filter's point is the IMU's
+        self.x = np.concatenate([p, np.zeros(3), (feet + base).ravel(), np.zeros(3)])
         self.P = np.eye(self.n) * 1e-4
         self.P[3:6, 3:6] = np.eye(3) * 0.01
         self.P[-3:, -3:] = np.eye(3) * self.spec.accel_bias_init ** 2 + np.eye(3) * 1e-6
@@ -184,8 +198,10 @@ class LeggedEstimator:
              self.R_imu @ r["accel"], r["q_joint"], r["v_joint"], r["foot_force"], self.legs.radius, self._params,
              self.legs.compiled.address, self._legs_in, self._legs_out, self.omega)
         self._check_divergence()
-        q = np.concatenate([self.x[0:3], matrix_to_quat(self.R), r["q_joint"]])
-        v = np.concatenate([self.R.T @ self.x[3:6], self.omega, r["v_joint"]])
+        base = self.x[0:3] - self.R @ self.r_imu  # from the IMU point to the base origin
+        v_base = self.R.T @ self.x[3:6] - np.cross(self.omega, self.r_imu)
+        q = np.concatenate([base, matrix_to_quat(self.R), r["q_joint"]])
+        v = np.concatenate([v_base, self.omega, r["v_joint"]])
         return q, v, self._contact > 0.5
 
     @property
@@ -202,7 +218,7 @@ class LeggedEstimator:
         elif np.sqrt(np.max(np.diag(P)[3:6])) > self.o.max_velocity_std:
             self.diverged = (f"the velocity's standard deviation grew to {np.sqrt(np.max(np.diag(P)[3:6])):.2f} m/s "
                              f"(limit {self.o.max_velocity_std} m/s)")
-        elif x[2] < self.o.min_base_z:
+        elif x[2] - self.R[2] @ self.r_imu < self.o.min_base_z:
             self.diverged = f"the estimated base is {x[2]:.3f} m high, below the ground"
 
     @property

@@ -35,8 +35,9 @@ def _exp(w):
 @njit(cache=True)
 def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_force, radius, params,
          legs_address, legs_in, legs_out, omega_out):
-    """One estimator tick (estimation/estimator.py's docstring), in place on x, P, R, bg,
-    accel_world and contact; omega_out receives the base's angular velocity (rad/s)."""
+    """One estimator tick (estimation/estimator.py's docstring), in place on x (the IMU point's
+    position and velocity, the feet, the accelerometer bias), P, R, bg, accel_world and contact;
+    omega_out receives the base's angular velocity (rad/s). gyro and accel are in the base frame."""
     T, kp, ki, g = params[0], params[1], params[2], params[3]
     smoothing, accel_noise = params[4], params[5]
     vel_walk, stance_walk, swing_walk = params[6], params[7], params[8]
@@ -49,7 +50,7 @@ def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_
     omega = gyro - bg
     for i in range(3):
         omega_out[i] = omega[i]
-    f = accel - _cross(omega, _cross(omega, r_imu))  # at the base origin, less the lever's centripetal term
+    f = accel  # the filter's point is the IMU's: its specific force needs no lever-arm terms
     ba = x[n - 3:n]
     # attitude: towards gravity (the vertical bias out, the base's acceleration out), bias integral
     up = np.array([0.0, 0.0, 1.0])
@@ -105,7 +106,7 @@ def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_
     z = np.zeros(m)
     Rm = np.zeros(m)
     for i in range(nc):
-        c = legs_out[3 * i:3 * i + 3].copy()
+        c = legs_out[3 * i:3 * i + 3] - r_imu  # the foot seen from the IMU
         rel = R @ c
         jv = np.zeros(3)
         for k in range(3):

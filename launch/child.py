@@ -82,7 +82,8 @@ def serve(folder: Path) -> int:
                          plant_rate_hz=sc.plant_rate_hz, hold_ticks=sc.hold_ticks, duration_s=sc.duration_s,
                          log_dir=str(folder), push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis,
                          live=live.read_text().strip() if live.exists() else None, stall_ms=sc.stall_ms,
-                         stall_prob=sc.stall_prob, transport_delay_ms=sc.transport_delay_ms, chaos_seed=sc.seed)
+                         stall_prob=sc.stall_prob, transport_delay_ms=sc.transport_delay_ms, chaos_seed=sc.seed,
+                         sensors=sc.sensors, sensor_noise_scale=sc.sensor_noise_scale, sensor_seed=sc.seed)
     server = PlantServer(plant, opts, q0=q0, announce=True, t_start=t_start)  # warms the plant up
     # after the warm-up (no JIT compiling under FIFO), before the server's ZeroMQ context (its I/O
     # thread inherits the policy) and its stall witness

@@ -261,8 +261,12 @@ def cmd_serve_plant(args: argparse.Namespace) -> int:
 
     opts = ServerOptions(bind=args.bind, mode=args.mode, control_rate_hz=args.rate, plant_rate_hz=args.plant_rate,
                          duration_s=args.duration, log_dir=args.log_dir, curve_keys=args.curve_keys,
-                         hold_ticks=args.hold_ticks, safe_kp=args.safe_kp).validate()  # before the plant's build
+                         hold_ticks=args.hold_ticks, safe_kp=args.safe_kp, sensors=args.sensors,
+                         sensor_noise_scale=args.sensor_noise_scale, sensor_seed=args.seed).validate()  # before the build
     model = get_robot(args.robot)
+    if args.sensors == "hardware" and not model.floating_base:
+        raise ValueError(f"--sensors hardware needs a floating-base robot (an IMU on its base); {args.robot!r} is "
+                         "planar: use --sensors full")
     plant = make_plant(args.plant, model, plant_rate_hz=args.plant_rate)
     print(f"serving {args.robot} ({args.plant} plant, {args.mode}) on {args.bind}; compiling the plant, then "
           "'ready ENDPOINT' on stdout; Ctrl-C to stop", file=sys.stderr)
@@ -458,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Once the socket is bound and the plant compiled, prints 'ready ENDPOINT' on stdout (and, with\n"
                "--log-dir, writes ready.json and endpoint there); at the end it prints the summary as JSON.\n"
                "--log-dir gets the plant's files of a `launch run` folder: plant_ticks.csv, trajectory.npz,\n"
-               "progress.json, plant_summary.json, ready.json, endpoint. The controller's files\n"
+               "progress.json, plant_summary.json, ready.json, endpoint (and sensors.npz with --sensors hardware).\n"
+               "The controller's files\n"
                "(controller_ticks.csv, ...), summary.json and the plots are not written: a `run` makes\n"
                "them from both processes.")
     p.add_argument("robot", help="a robot name (python -m launch robots) or an import path package.module:build, "
@@ -476,6 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "200 for anymal_c, 0 = damping only for the planar robots)")
     p.add_argument("--duration", type=float, default=None,
                    help="stop after this many simulated seconds (default: until Ctrl-C or SIGTERM)")
+    p.add_argument("--sensors", default="full", choices=("full", "hardware"),
+                   help="what STATE carries: the true state (full, default) or the robot's own sensors (hardware: "
+                        "encoders, IMU, foot forces; docs/PROTOCOL.md 'Hardware sensors', docs/ESTIMATION.md)")
+    p.add_argument("--sensor-noise-scale", type=float, default=1.0, metavar="S",
+                   help="hardware sensors: multiply every noise and bias of the robot's sensor data (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the hardware sensors' noise (default 0)")
     p.add_argument("--log-dir", default=None, help="write the plant's run logs here (default: none)")
     p.add_argument("--curve-keys", default=None,
                    help="CurveZMQ key folder (required off loopback; default: none, loopback only)")

@@ -17,6 +17,7 @@ import numpy as np
 
 from sim.metrics import base_names
 
+from .estimation_metrics import estimation_metrics
 from .plots import write_plots
 from .runfolder import holes_metrics, worst_complementarity, latency_table, read_csv, task_metrics, touchdown_replanning
 from .scenario import Scenario
@@ -332,6 +333,9 @@ def finalize(folder: Path, scenario: Scenario, *, interrupted: bool = False, exi
         "plan_restarts": _column_sum(ctrl, "plan_restart"),
         "qp_capped_ticks": _column_sum(ctrl, "qp_capped"),
         "horizon_s": _column_first(ctrl, "horizon_s"),
+        # hardware sensors: the controller's estimates against the plant's truth (launch/estimation_metrics.py)
+        "sensors": scenario.sensors,
+        "estimation": estimation_metrics(folder, ctrl),
         "push_ns": scenario.push_ns,
         "push_axis": scenario.push_axis,
         "push_at_s": scenario.push_time_s,

@@ -54,6 +54,8 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "stall_ms": ("ms", "chaos: the controller stalls this long before answering (sim/chaos.py)"),
     "stall_prob": ("", "chaos: the fraction of ticks a stall starts at"),
     "transport_delay_ms": ("ms", "chaos: each COMMAND spends this long more in transit"),
+    "sensors": ("", "what STATE carries: full (the true state) or hardware (encoders, IMU, foot forces; the controller estimates its base state: docs/ESTIMATION.md)"),
+    "sensor_noise_scale": ("", "hardware sensors: multiplies every noise and bias of the robot's sensor data (0: exact)"),
     "controller_options": ("", "the controller's options ([controller_options] table; docs/MPC.md)"),
     "plant_options": ("", "the plant's options ([plant_options] table)"),
 }
@@ -79,7 +81,11 @@ class Scenario:
 
     Chaos (sim/chaos.py): the controller stalls stall_ms (ms) before answering on a fraction
     stall_prob of ticks, drawn from `seed`, and each COMMAND spends transport_delay_ms (ms) more
-    in transit; really in realtime, simulated (deterministically) in lockstep."""
+    in transit; really in realtime, simulated (deterministically) in lockstep.
+
+    sensors: "full" sends the controller the plant's true state; "hardware" sends what the
+    robot's sensors give (sim/sensors.py, docs/ESTIMATION.md), noise scaled by
+    sensor_noise_scale and drawn from `seed`, and the controller runs on its estimator's state."""
 
     name: str
     robot: str
@@ -107,6 +113,8 @@ class Scenario:
     stall_ms: float = 0.0
     stall_prob: float = 0.0
     transport_delay_ms: float = 0.0
+    sensors: str = "full"
+    sensor_noise_scale: float = 1.0
     controller_options: dict = field(default_factory=dict)
     plant_options: dict = field(default_factory=dict)
 
@@ -189,6 +197,19 @@ class Scenario:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
                 raise ValueError(f"scenario {self.name!r}: {name} must be a number in [0, {high:g}], got {value!r}")
+        from bridge.protocol import SENSOR_SETS
+
+        if self.sensors not in SENSOR_SETS:
+            raise ValueError(f"scenario {self.name!r}: sensors must be one of {', '.join(SENSOR_SETS)}, "
+                             f"got {self.sensors!r}")
+        if not self.sensor_noise_scale >= 0:
+            raise ValueError(f"scenario {self.name!r}: sensor_noise_scale must be >= 0, got {self.sensor_noise_scale}")
+        if self.sensors == "hardware":
+            from robots import get_robot
+
+            if not get_robot(self.robot).floating_base:
+                raise ValueError(f"scenario {self.name!r}: sensors = 'hardware' needs a floating-base robot (an IMU on "
+                                 f"its base and an estimator for it); {self.robot!r} is planar: use sensors = 'full'")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         _check_model_errors(self)

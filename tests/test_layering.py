@@ -16,9 +16,10 @@ ALLOWED = {
     "robots": {"robots"},
     "sim": {"robots", "sim"},
     "mpc": {"robots", "sim", "mpc"},
-    "bridge": {"robots", "sim", "bridge"},
+    "bridge": {"robots", "sim", "estimation", "bridge"},
+    "estimation": {"robots", "estimation"},
 }
-PACKAGES = {"robots", "sim", "mpc", "bridge", "launch", "bench"}
+PACKAGES = {"robots", "sim", "estimation", "mpc", "bridge", "launch", "bench"}
 
 
 def imported_packages(path: Path) -> set[str]:
