@@ -181,7 +181,7 @@ class LeggedEstimator:
                 self.rejected[name] = self.rejected.get(name, 0) + 1
                 good[name] = self.last[name]
             else:
-                good[name] = a
+                good[name] = a.copy()  # writable: numba compiles one signature, for writable arrays
         self.last = good
         return good
 
