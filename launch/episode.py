@@ -18,12 +18,15 @@ import numpy as np
 
 from bridge.attribution import CAUSES
 
+# hardware sensors: the estimate against the truth (launch/estimation_metrics.py), columns est_<key>
+ESTIMATION_KEYS = ("vel_rms_mps", "height_rms_m", "roll_pitch_rms_deg", "yaw_drift_deg", "xy_drift_m")
+
 # the columns of an episode's row that come from the episode itself (launch/sweep.py adds the
 # episode index, the varied values and the seed in front)
 RESULT_COLUMNS = ("success", "fell", "plant_violation", "error", "ticks", "misses", "misses_host", "misses_controller",
                   "misses_solver", "misses_transport", "misses_unattributed", "apex_height_m",
                   "apex_error_m", "vx_mps", "vx_error_mps", "vy_mps", "yaw_rate_radps", "yaw_rate_error_radps",
-                  "solve_p50_ms", "solve_p99_ms", "wall_s",
+                  "solve_p50_ms", "solve_p99_ms", *(f"est_{k}" for k in ESTIMATION_KEYS), "wall_s",
                   "host", "node_id", "pid")
 
 
@@ -37,7 +40,8 @@ def run_episode(scenario) -> dict:
     plant_violation, error ("" or the exception), ticks, misses and misses_<cause> (lockstep
     causes, bridge/attribution.py), apex height and forward speed with their errors against the task's targets (m,
     m/s; None without a target), a floating base's sideways speed and yaw rate (the latter's
-    error too; rad/s), solve time p50/p99 (ms: compute + prepare per tick), wall_s
+    error too; rad/s), solve time p50/p99 (ms: compute + prepare per tick), with hardware
+    sensors the estimate's errors (est_*, launch/estimation_metrics.py; None on full state), wall_s
     (s, the whole episode with plant and controller set-up) and where it ran (host, Ray node id
     or "", pid). An exception in the plant or controller is caught into `error`."""
     t_start = time.perf_counter()
@@ -45,7 +49,7 @@ def run_episode(scenario) -> dict:
            **{f"misses_{c}": None for c in CAUSES},
            "apex_height_m": None, "apex_error_m": None, "vx_mps": None, "vx_error_mps": None,
            "vy_mps": None, "yaw_rate_radps": None, "yaw_rate_error_radps": None,
-           "solve_p50_ms": None, "solve_p99_ms": None}
+           "solve_p50_ms": None, "solve_p99_ms": None, **{f"est_{k}": None for k in ESTIMATION_KEYS}}
     try:
         row.update(_run(scenario))
         row["success"] = bool(not row["fell"] and not row["plant_violation"])
@@ -84,10 +88,19 @@ def _run(sc) -> dict:
     nominal = get_robot(sc.robot)
     controller = with_model_errors(make_controller(sc.controller, nominal, **sc.controller_options), sc)
     q0 = sc.initial_configuration(model)  # as launch/child.py's plant starts
+    sensors = estimator = None
+    if sc.sensors == "hardware":  # as the plant server and the bridge client do
+        from estimation import LeggedEstimator
+        from robots.sensors import sensor_spec
+        from sim.sensors import SensorModel
+
+        period = 1.0 / sc.control_rate_hz
+        sensors = SensorModel(model, sensor_spec(model).scaled(sc.sensor_noise_scale), period_s=period, seed=sc.seed)
+        estimator = LeggedEstimator(nominal, period_s=period)
     log = run_in_process(plant, controller, duration_s=sc.duration_s, q0=q0, control_rate_hz=sc.control_rate_hz,
                          push_ns=sc.push_ns, push_at_s=sc.push_at_s, push_axis=sc.push_axis, hold_ticks=sc.hold_ticks,
                          stall_ms=sc.stall_ms, stall_prob=sc.stall_prob, transport_delay_ms=sc.transport_delay_ms,
-                         chaos_seed=sc.seed)
+                         chaos_seed=sc.seed, sensors=sensors, estimator=estimator)
     z_name = base_names(list(nominal.q_names))[1]  # as launch/run.py's finalize measures a fall
     q0_z = nominal.q0[nominal.q_names.index(z_name)] if z_name in nominal.q_names else None
     metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z)
@@ -107,4 +120,17 @@ def _run(sc) -> dict:
             "vx_mps": metrics["vx_mps"], "vx_error_mps": error(metrics["vx_mps"], targets.get("vx")),
             "vy_mps": metrics.get("vy_mps"), "yaw_rate_radps": metrics.get("yaw_rate_radps"),
             "yaw_rate_error_radps": error(metrics.get("yaw_rate_radps"), targets.get("yaw_rate")),
-            "solve_p50_ms": _finite_or_none(solve["p50"]), "solve_p99_ms": _finite_or_none(solve["p99"])}
+            "solve_p50_ms": _finite_or_none(solve["p50"]), "solve_p99_ms": _finite_or_none(solve["p99"]),
+            **_estimation_columns(log)}
+
+
+def _estimation_columns(log: dict) -> dict:
+    """An episode's estimation figures (launch/estimation_metrics.py) as est_* columns (None on full state)."""
+    from .estimation_metrics import estimation_errors
+
+    figures = None
+    if log.get("estimate"):
+        t_est = np.array([e[0] for e in log["estimate"]])
+        figures = estimation_errors(t_est, np.array([e[1] for e in log["estimate"]]),
+                                    np.array([e[2] for e in log["estimate"]]), log["t"], log["q"], log["v"])
+    return {f"est_{k}": (figures or {}).get(k) for k in ESTIMATION_KEYS}

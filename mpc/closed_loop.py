@@ -30,14 +30,20 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
                    control_rate_hz: float = 100.0, push_ns: float = 0.0, push_at_s: float | None = None,
                    push_axis: str = "x", hold_ticks: int = 3, safe_kp: float | None = None, damping_kd: float = 1.0,
                    stall_ms: float = 0.0, stall_prob: float = 0.0, transport_delay_ms: float = 0.0,
-                   chaos_seed: int = 0) -> dict:
+                   chaos_seed: int = 0, sensors=None, estimator=None) -> dict:
     """Run `controller` on `plant` for duration_s simulated seconds; returns the logged arrays
     (t, q, v, contact), per-tick rows (phases in ms, tick_info fields, cpu_ms, missed, cause,
     plant_status: ok, plan, hold or damp) and the plant's violation ("" unless the plant left
     physics, which ends the loop after that tick). push_ns: impulse (N s) on the base along push_axis at push_at_s (default
     mid-run). hold_ticks, safe_kp (None: the robot's), damping_kd: the plant's fallback
     (sim/command_plan.py); stall_ms, stall_prob, transport_delay_ms, chaos_seed: simulated chaos
-    (sim/chaos.py). The deadline is 0.9 of the control period, the plant server's default."""
+    (sim/chaos.py). The deadline is 0.9 of the control period, the plant server's default.
+    sensors and estimator (both or neither): the hardware sensor set (a sim.sensors.SensorModel
+    read after every step) and the estimator the controller runs on (estimation.LeggedEstimator);
+    log["estimate"] then holds its (q, v) per tick, and a diverged estimate stops the commands
+    (as the bridge client does: the plant holds, then damps)."""
+    if (sensors is None) != (estimator is None):
+        raise ValueError("run_in_process: give sensors and estimator together (hardware sensors), or neither")
     if not duration_s > 0 or not control_rate_hz > 0:
         raise ValueError(f"duration_s and control_rate_hz must be > 0, got {duration_s}, {control_rate_hz}")
     model = plant.model
@@ -54,14 +60,22 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
     pushed = not push_ns
     prepare = getattr(controller, "prepare", None)
     info = getattr(controller, "tick_info", None)
-    log = {"t": [], "q": [], "v": [], "contact": [], "rows": []}
+    log = {"t": [], "q": [], "v": [], "contact": [], "rows": [], "estimate": []}
     violation = ""
+    reading = sensors.read(state) if sensors is not None else None
     for tick in range(int(round(duration_s / period))):
+        if estimator is not None:
+            q_seen, v_seen, contact_seen = estimator.update(reading)
+            log["estimate"].append((state.t, q_seen[:7].copy(), v_seen[:6].copy()))
+        else:
+            q_seen, v_seen, contact_seen = state.q, state.v, state.contact
         if chaos.stalled(tick):
             row = {"t": state.t, "missed": 1, "cause": "host"}
+        elif estimator is not None and estimator.diverged:
+            row = {"t": state.t, "missed": 1, "cause": "controller", "diverged": estimator.diverged}
         else:
             t0, cpu0 = time.perf_counter(), time.thread_time_ns()
-            cmd, phases = controller.compute(state.t, state.q, state.v, state.contact)
+            cmd, phases = controller.compute(state.t, q_seen, v_seen, contact_seen)
             cpu = time.thread_time_ns() - cpu0
             t_sent = time.perf_counter()
             failed = getattr(controller, "solver_ok", True) is False
@@ -81,9 +95,12 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
         if not pushed and state.t >= push_at:
             state = plant.reset(state.q.copy(), pushed_velocity(model, state.q, state.v, push_ns, push_axis), state.t)
             pushed = True
+        if sensors is not None:
+            reading = sensors.read(state)
         for key in ("t", "q", "v", "contact"):
             log[key].append(np.copy(getattr(state, key)))
         if state.violation:
             violation = state.violation
             break
-    return {**{k: (np.asarray(v) if k != "rows" else v) for k, v in log.items()}, "violation": violation}
+    return {**{k: (np.asarray(v) if k not in ("rows", "estimate") else v) for k, v in log.items()},
+            "violation": violation}
