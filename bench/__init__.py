@@ -8,6 +8,7 @@ from .bridge import bench_bridge
 from .bridge_fuzz import bench_bridge_fuzz
 from .codegen_cache import bench_codegen_cache
 from .contact_methods import bench_contact_methods
+from .estimation import bench_estimator
 from .ess import bench_ess_hopper, bench_ess_order, bench_ess_plate, bench_sim_rtf
 from .host_latency import bench_host_latency
 from .live import bench_live_overhead
@@ -22,6 +23,7 @@ BENCHMARKS = {
     "bridge-fuzz": (bench_bridge_fuzz, "100,000 hostile messages (--repeats N) against a serve-plant process: rejections by reason, plant exits, RSS growth, a clean session after"),
     "codegen-cache": (bench_codegen_cache, "cold vs warm start of the compiled robot functions (cache speed-up)"),
     "contact-methods": (bench_contact_methods, "point-mass drop and rocking block: event-driven reference vs hybrid reset, penalty, time-stepping (PNG under runs/bench/)"),
+    "estimator": (bench_estimator, "the state estimator's cost per tick (go1 trot, hardware sensors, in-process) beside the MPC's tick, and its errors against the truth"),
     "ess-order": (bench_ess_order, "ESS order test (seed 000 Table 1): slope of RMS error vs 1/eps"),
     "ess-hopper": (bench_ess_hopper, "1-D hopper calibration: eps at MuJoCo's accuracy, time ours/MuJoCo"),
     "ess-plate": (bench_ess_plate, "plate on N springs: marginal cost per contact, ours vs MuJoCo (--full: paper's 120 starts, N=2..100)"),

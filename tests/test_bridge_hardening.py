@@ -185,6 +185,8 @@ STRANGER_CASES = {
     "HELLO protocol 2 (a version-2 peer)": (_hello(protocol=2), "version"),
     "HELLO protocol 4": (_hello(protocol=4), "version"),
     "HELLO for another robot": (_hello(robot="quadruped"), "robot"),
+    "HELLO reading only hardware sensors (the plant sends full state)": (_hello(sensors=["hardware"]), "sensors"),
+    "HELLO reading no sensor set": (_hello(sensors=[]), "sensors"),
 }
 
 

@@ -102,14 +102,16 @@ def test_state_of_a_3d_robot_round_trips_on_the_wire():
         P.decode(P.encode(P.STATE, 3, 0.03, arrays[:3] + [np.zeros((4, 2))] + arrays[4:]), dims)
 
 
-def test_go1_stand_example_controller_stands_the_robot(tmp_path):
+@pytest.mark.parametrize("sensors", ["full", "hardware"])
+def test_go1_stand_example_controller_stands_the_robot(tmp_path, sensors):
     """bridge/examples/go1_stand.py (pyzmq and numpy only) against `serve-plant go1 --plant mujoco`:
     after 200 ticks the base is within 2 cm of its standing height (a pure PD, no feed-forward: the
-    legs sag by weight / kp) and the quaternion stayed unit."""
+    legs sag by weight / kp) and the quaternion stayed unit. With the robot's own sensors
+    (issue 40) it prints the estimator's base state, within 1 cm of the truth."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     plant = subprocess.Popen([sys.executable, "-m", "launch", "serve-plant", "go1", "--plant", "mujoco", "--bind",
                               "ipc://" + str(tmp_path / "go1.sock"), "--mode", "lockstep", "--duration", "2.0",
-                              "--log-dir", str(tmp_path)],
+                              "--log-dir", str(tmp_path), "--sensors", sensors],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ctrl = subprocess.run([sys.executable, str(ROOT / "bridge/examples/go1_stand.py"),
@@ -117,11 +119,18 @@ def test_go1_stand_example_controller_stands_the_robot(tmp_path):
                               capture_output=True, text=True, timeout=120, env=env)
         assert ctrl.returncode == 0, ctrl.stderr
         assert "quaternion" in ctrl.stderr and "plant status ok" in ctrl.stderr, ctrl.stderr
+        assert ("(estimated)" in ctrl.stderr) == (sensors == "hardware"), ctrl.stderr
     finally:
         out, err = plant.communicate(timeout=60)
     with np.load(tmp_path / "trajectory.npz") as d:
-        q = d["q"]
+        q, t = d["q"], d["t"]
     assert abs(q[-1, 2] - GO1.q0[2]) < 0.02 and np.allclose(np.linalg.norm(q[:, 3:7], axis=1), 1.0, atol=1e-9)
+    if sensors == "hardware":  # the printed estimate at t = 1.00 s against the truth then
+        import re
+
+        heights = dict(re.findall(r"t=(\d+\.\d+)s base height (-?[\d.]+) m", ctrl.stderr))
+        truth = q[np.argmin(np.abs(t - 1.0)), 2]
+        assert abs(float(heights["1.00"]) - truth) < 0.01, (heights, truth)
 
 
 def test_launch_run_go1_stand_from_lying(tmp_path):

@@ -24,9 +24,14 @@ def message(msg_type, seq, t, arrays):
     return [head] + [np.ascontiguousarray(a).tobytes() for _, a in arrays]
 
 
-def hello(name, robot=None):
-    """The HELLO message's frames."""
-    payload = {"protocol": VERSION, "name": name, **({"robot": robot} if robot else {})}
+# STATE's arrays by CONFIG's "sensors": the true state, or the robot's own sensors (docs/PROTOCOL.md)
+STATE_FIELDS = {"full": ("q", "v", "contact", "force", "status"),
+                "hardware": ("q_joint", "v_joint", "tau_joint", "gyro", "accel", "foot_force", "status")}
+
+
+def hello(name, robot=None, sensors=("full",)):
+    """The HELLO message's frames; `sensors`: the sensor sets this controller reads."""
+    payload = {"protocol": VERSION, "name": name, "sensors": list(sensors), **({"robot": robot} if robot else {})}
     return message(HELLO, 0, 0.0, [(U1, np.frombuffer(json.dumps(payload).encode(), np.uint8))])
 
 
