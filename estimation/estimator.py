@@ -73,7 +73,9 @@ class EstimatorOptions:
     noise), on a standing foot's position (m/sqrt(s)) and on a swinging one's; the leg
     kinematics' foot position (m), a standing foot's velocity (m/s) and height (m); the
     accelerometer bias's walk (m/s^2/sqrt(s)). Contact: a foot stands when its sensed force
-    exceeds contact_force_fraction of the robot's weight shared by its feet. Divergence:
+    exceeds contact_force_fraction of the robot's weight shared by its feet; a standing foot
+    whose velocity disagrees with the prediction by more than slip_gate (m/s) slips, and its
+    velocity and height are not used that tick. Divergence:
     velocity standard deviation above max_velocity_std (m/s), or the base below min_base_z (m)."""
 
     kp: float = 0.5
@@ -87,6 +89,7 @@ class EstimatorOptions:
     foot_height_std: float = 0.005
     accel_bias_walk: float = 0.01
     contact_force_fraction: float = 0.6
+    slip_gate: float = 0.25
     max_velocity_std: float = 2.0
     min_base_z: float = -0.05
 
@@ -118,10 +121,13 @@ class LeggedEstimator:
                   "foot_height_std": o.foot_height_std, "accel_bias_walk": o.accel_bias_walk,
                   "contact_on_n": o.contact_force_fraction * weight / self.nc,
                   "contact_off_n": 0.5 * o.contact_force_fraction * weight / self.nc,
-                  "r_imu_x": self.r_imu[0], "r_imu_y": self.r_imu[1], "r_imu_z": self.r_imu[2]}
+                  "r_imu_x": self.r_imu[0], "r_imu_y": self.r_imu[1], "r_imu_z": self.r_imu[2],
+                  "slip_gate": o.slip_gate}
         self._params = np.array([values[name] for name in PARAMS])
         self._legs_in = np.zeros(self.nu)
         self._legs_out = np.zeros(self.legs.compiled.n_out)
+        self._slipped = np.zeros(self.nc)
+        self.slips = 0  # standing-foot velocities refused as slips (the slip gate), over the run
         self.rejected: dict[str, int] = {}
         self.diverged = ""
         self.ticks = 0
@@ -196,7 +202,9 @@ class LeggedEstimator:
         self.ticks += 1
         tick(self.x, self.P, self.R, self.bg, self.accel_world, self._contact, self.R_imu @ r["gyro"],
              self.R_imu @ r["accel"], r["q_joint"], r["v_joint"], r["foot_force"], self.legs.radius, self._params,
-             self.legs.compiled.address, self._legs_in, self._legs_out, self.omega)
+             self.legs.compiled.address, self._legs_in, self._legs_out, self.omega, self._slipped)
+        self.slips += int(self._slipped.sum())
+        self._slipped[:] = 0.0
         self._check_divergence()
         base = self.x[0:3] - self.R @ self.r_imu  # from the IMU point to the base origin
         v_base = self.R.T @ self.x[3:6] - np.cross(self.omega, self.r_imu)

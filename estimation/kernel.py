@@ -13,7 +13,7 @@ from robots.ccall import call_flat
 
 PARAMS = ("T", "kp", "ki", "g", "smoothing", "accel_noise", "base_velocity_walk", "stance_foot_walk",
           "swing_foot_walk", "kinematics_std", "stance_velocity_std", "foot_height_std", "accel_bias_walk",
-          "contact_on_n", "contact_off_n", "r_imu_x", "r_imu_y", "r_imu_z")
+          "contact_on_n", "contact_off_n", "r_imu_x", "r_imu_y", "r_imu_z", "slip_gate")
 P_INDEX = {name: i for i, name in enumerate(PARAMS)}
 UNTRUSTED = 1e4  # variance of a measurement the filter must ignore (a swinging foot's velocity and height)
 
@@ -34,16 +34,19 @@ def _exp(w):
 
 @njit(cache=True)
 def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_force, radius, params,
-         legs_address, legs_in, legs_out, omega_out):
+         legs_address, legs_in, legs_out, omega_out, slipped):
     """One estimator tick (estimation/estimator.py's docstring), in place on x (the IMU point's
     position and velocity, the feet, the accelerometer bias), P, R, bg, accel_world and contact;
-    omega_out receives the base's angular velocity (rad/s). gyro and accel are in the base frame."""
+    omega_out receives the base's angular velocity (rad/s), slipped[i] 1 where a standing foot's
+    velocity was refused (it disagreed with the prediction by more than slip_gate, m/s: it slips).
+    gyro and accel are in the base frame."""
     T, kp, ki, g = params[0], params[1], params[2], params[3]
     smoothing, accel_noise = params[4], params[5]
     vel_walk, stance_walk, swing_walk = params[6], params[7], params[8]
     kin_std, vel_std, height_std, bias_walk = params[9], params[10], params[11], params[12]
     on_n, off_n = params[13], params[14]
     r_imu = params[15:18]
+    slip_gate = params[18]
     n = x.shape[0]
     nc = foot_force.shape[0]
     nu = q_joint.shape[0]
@@ -115,6 +118,11 @@ def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_
                 jv[k] += legs_out[row + j] * v_joint[j]
         foot_vel = R @ (_cross(omega, c) + jv)
         stand = contact[i] > 0.5
+        if stand:  # a standing foot whose velocity disagrees with the prediction by more than the gate slips
+            dv = -foot_vel - xn[3:6]
+            if np.sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]) > slip_gate:
+                stand = False
+                slipped[i] = 1.0
         for k in range(3):
             H[3 * i + k, k] = -1.0
             H[3 * i + k, 6 + 3 * i + k] = 1.0

@@ -194,10 +194,12 @@ def run_sweep(spec: SweepSpec | None = None, *, resume: str | Path | None = None
         raise ValueError("give a scenario to sweep, or --resume DIR")
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
-    if spec.seeds > 1 and not (spec.base.sensor_noise_q or spec.base.sensor_noise_v
-                               or {"sensor_noise_q", "sensor_noise_v"} & set(spec.vary)):
+    seeded = {"sensor_noise_q", "sensor_noise_v", "stall_prob", "sensors"}  # what the seed draws
+    hardware = spec.base.sensors == "hardware" and spec.base.sensor_noise_scale > 0
+    if spec.seeds > 1 and not (spec.base.sensor_noise_q or spec.base.sensor_noise_v or spec.base.stall_prob
+                               or hardware or seeded & set(spec.vary)):
         print(f"note: no sensor noise, so the {spec.seeds} seeds of each point repeat the same episode "
-              "(--set sensor_noise_q=... makes them differ)", file=sys.stderr)
+              "(--set sensor_noise_q=... or sensors=hardware makes them differ)", file=sys.stderr)
     t_init = time.perf_counter()
     ray = _ray_init(address, workers)  # first: a cluster that cannot be reached leaves no empty sweep folder
     init_s = time.perf_counter() - t_init

@@ -32,7 +32,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
                    stall_ms: float = 0.0, stall_prob: float = 0.0, transport_delay_ms: float = 0.0,
                    chaos_seed: int = 0, sensors=None, estimator=None) -> dict:
     """Run `controller` on `plant` for duration_s simulated seconds; returns the logged arrays
-    (t, q, v, contact), per-tick rows (phases in ms, tick_info fields, cpu_ms, missed, cause,
+    (t, q, v, contact, force, tau after each tick), per-tick rows (phases in ms, tick_info fields, cpu_ms, missed, cause,
     plant_status: ok, plan, hold or damp) and the plant's violation ("" unless the plant left
     physics, which ends the loop after that tick). push_ns: impulse (N s) on the base along push_axis at push_at_s (default
     mid-run). hold_ticks, safe_kp (None: the robot's), damping_kd: the plant's fallback
@@ -60,7 +60,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
     pushed = not push_ns
     prepare = getattr(controller, "prepare", None)
     info = getattr(controller, "tick_info", None)
-    log = {"t": [], "q": [], "v": [], "contact": [], "rows": [], "estimate": []}
+    log = {"t": [], "q": [], "v": [], "contact": [], "force": [], "tau": [], "rows": [], "estimate": []}
     violation = ""
     reading = sensors.read(state) if sensors is not None else None
     for tick in range(int(round(duration_s / period))):
@@ -97,7 +97,7 @@ def run_in_process(plant, controller, *, duration_s: float, q0: np.ndarray, v0: 
             pushed = True
         if sensors is not None:
             reading = sensors.read(state)
-        for key in ("t", "q", "v", "contact"):
+        for key in ("t", "q", "v", "contact", "force", "tau"):
             log[key].append(np.copy(getattr(state, key)))
         if state.violation:
             violation = state.violation

@@ -21,19 +21,19 @@ T = 0.01
 
 @pytest.fixture(scope="module")
 def trot():
-    """4 s of go1 trotting under the 3D MPC on the ESS plant (full state), pushed sideways with
-    4 N s at 2 s: the ground truth the estimator is judged against."""
+    """4 s of go1 trotting at 0.5 m/s under the 3D MPC on the ESS plant (full state), pushed
+    sideways with 4 N s at 2 s, recorded: the ground truth the estimator is judged against."""
     from mpc.closed_loop import run_in_process
     from mpc.controllers import make_controller
     from sim.registry import make_plant
 
+    from launch.scenario import load_scenario
+
     plant = make_plant("ess", GO1)
-    controller = make_controller("mpc", GO1)
+    controller = make_controller("mpc", GO1, **load_scenario("go1").controller_options)  # the 0.5 m/s trot
     log = run_in_process(plant, controller, duration_s=4.0, q0=GO1.q0, push_ns=4.0, push_at_s=2.0, push_axis="y")
     assert not log["violation"]
-    tau = np.array([r.get("tau", np.zeros(GO1.nu)) for r in log["rows"]])  # not logged in-process: zeros
-    force = np.zeros((len(log["t"]), GO1.nc, 3))
-    return {"t": log["t"], "q": log["q"], "v": log["v"], "contact": log["contact"], "tau": tau, "force": force}
+    return {k: log[k] for k in ("t", "q", "v", "contact", "tau", "force")}
 
 
 def _feed(traj, spec: SensorSpec, seed: int, corrupt=None):
@@ -42,12 +42,8 @@ def _feed(traj, spec: SensorSpec, seed: int, corrupt=None):
     sm = SensorModel(GO1, spec, period_s=T, seed=seed)
     est = LeggedEstimator(GO1, period_s=T)
     t_e, q_e, v_e = [], [], []
-    weight = float(GO1.params["mass_kg"]) * GO1.gravity
     for k in range(len(traj["t"])):
-        force = traj["force"][k].copy()
-        if not force.any():  # in-process logs carry contact flags, not forces: the standing feet share the weight
-            c = traj["contact"][k]
-            force[:, 0] = np.where(c, weight / max(1, c.sum()), 0.0)
+        force = traj["force"][k]
         state = SimpleNamespace(t=traj["t"][k], q=traj["q"][k], v=traj["v"][k], tau=traj["tau"][k], force=force)
         reading = sm.read(state)
         if corrupt is not None:
@@ -83,7 +79,7 @@ def test_yaw_and_position_drift_while_height_tilt_and_velocity_stay_bounded():
     steadily, while gravity keeps roll and pitch and the feet keep height and velocity; the
     estimated gyro bias converges on the observable axes."""
     spec = SensorSpec(**{**GO1_SENSORS.__dict__, "gyro_bias_init": 0.0, "gyro_bias_walk": 0.0})
-    traj = _standing(40.0)
+    traj = _standing(120.0)
     bias = np.array([0.004, -0.003, 0.01])  # rad/s, IMU frame
 
     def biased(k, reading):
@@ -95,10 +91,10 @@ def test_yaw_and_position_drift_while_height_tilt_and_velocity_stay_bounded():
     R = quat_to_matrix(q[:, 3:7])
     yaw = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
     at = lambda s: int(round(s / T)) - 1
-    assert abs(yaw[at(40)]) > 1.5 * abs(yaw[at(20)]) > 0.1, "the heading drifts without bound"
+    assert abs(yaw[at(120)]) > 1.5 * abs(yaw[at(60)]) > 0.3, "the heading drifts without bound"
     assert f["roll_pitch_rms_deg"] < 1.0 and f["height_rms_m"] < 0.01 and f["vel_rms_mps"] < 0.02, f
     assert np.abs(q[at(10):, 2] - GO1.q0[2]).max() < 0.01
-    assert np.allclose(est.gyro_bias[:2], bias[:2], atol=1e-3), (est.gyro_bias, bias)
+    assert np.allclose(est.gyro_bias[:2], bias[:2], atol=5e-4), (est.gyro_bias, bias)  # ki's ~1 min time constant
 
 
 def test_bad_sensor_values_are_rejected_counted_and_the_estimate_goes_on(trot):
