@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -385,7 +386,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser for all sub-commands."""
     parser = argparse.ArgumentParser(
-        prog="python -m launch",
+        prog="legmpc" if os.path.basename(sys.argv[0]) == "legmpc" else "python -m launch",
         description="Real-time contact-implicit MPC runtime for legged robots.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -560,7 +561,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # the reader of stdout went away (`| head`): no traceback, the shell's code
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's exit flush must not fail too
         return 141
