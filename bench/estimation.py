@@ -42,7 +42,10 @@ def bench_estimator(args) -> dict:
 
     est.update = timed
     print(f"[estimator] go1 trot, {ticks} ticks, hardware sensors", file=sys.stderr, flush=True)
-    log = run_in_process(make_plant("ess", model), make_controller("mpc", model), duration_s=ticks * 0.01,
+    from launch.scenario import load_scenario
+
+    options = load_scenario("go1").controller_options  # the 0.5 m/s trot
+    log = run_in_process(make_plant("ess", model), make_controller("mpc", model, **options), duration_s=ticks * 0.01,
                          q0=model.q0, sensors=SensorModel(model, sensor_spec(model), period_s=0.01), estimator=est)
     us = np.array(times[50:]) * 1e6
     mpc_us = np.array([r["tick_ms"] for r in log["rows"][50:] if "tick_ms" in r]) * 1e3

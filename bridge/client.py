@@ -16,6 +16,11 @@ this process's witness (bridge/witness.py, realtime plants only) saw since the l
 when the previous tick's work ended. A controller may return a `sim.command_plan.JointPlan` (K
 setpoints) instead of a JointCommand.
 
+With hardware sensors (CONFIG `sensors`) the controller runs on the estimator's state
+(estimation/); once the estimate diverges the client stops commanding: in realtime it goes on
+listening while the plant follows, holds, then damps; in lockstep (where the plant would wait
+for it every tick) it ends with exit code 4.
+
 Behind after a stall, the client answers only the newest STATE waiting (older ones are stale:
 their ticks have passed) and counts the ones it dropped.
 
@@ -44,7 +49,7 @@ from . import protocol as P
 from .lifecycle import install_stop_handlers, restore_handlers
 from .security import secure_client
 
-EXIT_OK, EXIT_PLANT_SILENT = 0, 3
+EXIT_OK, EXIT_PLANT_SILENT, EXIT_ESTIMATE_DIVERGED = 0, 3, 4
 
 
 @dataclass(frozen=True)
@@ -221,8 +226,11 @@ class ControllerClient:
                         self.silenced = f"estimate diverged at t = {msg.t:.3f} s: {self.estimator.diverged}"
                         print(f"controller: {self.silenced}; no more commands (the plant's safe command takes over)",
                               file=sys.stderr, flush=True)
-                    if self.silenced:
+                    if self.silenced:  # realtime: the plant's fallback takes over as the ticks go on;
                         self.rows.append({"tick": msg.seq, "t": msg.t, **est_row, "silenced": 1})
+                        if not realtime:  # lockstep would wait for us tick after tick: end here
+                            self.exit_code = EXIT_ESTIMATE_DIVERGED
+                            break
                         if bye:
                             break
                         continue
@@ -293,7 +301,8 @@ class ControllerClient:
                        "silenced": self.silenced, "gyro_bias": self.estimator.gyro_bias.tolist(),
                        "accel_bias": self.estimator.accel_bias.tolist()},
                    "exit_code": self.exit_code,
-                   "reason": "plant stopped responding" if self.exit_code == EXIT_PLANT_SILENT else "run ended"}
+                   "reason": {EXIT_PLANT_SILENT: "plant stopped responding",
+                              EXIT_ESTIMATE_DIVERGED: self.silenced}.get(self.exit_code, "run ended")}
         if o.log_dir:
             (Path(o.log_dir) / "controller_summary.json").write_text(json.dumps(summary, indent=1))
             if horizons:  # predicted q per tick (ticks x stages x nq; nan where a tick had none)

@@ -31,7 +31,8 @@ from robots.sensors import SensorSpec, imu_placement, sensor_spec
 from .kernel import PARAMS, tick
 from .legs import LegKinematics
 
-ABSURD = {"gyro": 35.0, "accel": 160.0, "foot_force_per_weight": 20.0, "joint_margin_rad": 0.5}  # rad/s, m/s^2
+ABSURD = {"gyro": 35.0, "accel": 160.0, "foot_force_per_weight": 20.0, "joint_margin_rad": 0.5,  # rad/s, m/s^2
+          "joint_velocity": 200.0, "joint_torque": 1e4}  # rad/s, N m
 
 
 def _skew(w: np.ndarray) -> np.ndarray:
@@ -124,6 +125,10 @@ class LeggedEstimator:
                   "r_imu_x": self.r_imu[0], "r_imu_y": self.r_imu[1], "r_imu_z": self.r_imu[2],
                   "slip_gate": o.slip_gate}
         self._params = np.array([values[name] for name in PARAMS])
+        vmax, tmax = ABSURD["joint_velocity"], ABSURD["joint_torque"]
+        self._limits = {"q_joint": (self.q_lo, self.q_hi), "v_joint": (-vmax, vmax), "tau_joint": (-tmax, tmax),
+                        "gyro": (-ABSURD["gyro"], ABSURD["gyro"]), "accel": (-ABSURD["accel"], ABSURD["accel"]),
+                        "foot_force": (0.0, ABSURD["foot_force_per_weight"] * weight)}
         self._legs_in = np.zeros(self.nu)
         self._legs_out = np.zeros(self.legs.compiled.n_out)
         self._slipped = np.zeros(self.nc)
@@ -173,21 +178,19 @@ class LeggedEstimator:
 
     # ------------------------------------------------------------------ checks
     def _check(self, r: dict) -> dict:
-        """The reading with every absurd part replaced by the last good one (counted)."""
+        """The reading with every absurd part (ABSURD; a missing, misshapen or non-finite array)
+        replaced by the last good one, counted in `rejected` by name."""
         good = {}
-        weight = max(self.mass * self.model.gravity, 1.0)
-        limits = {"gyro": lambda a: np.all(np.abs(a) <= ABSURD["gyro"]),
-                  "accel": lambda a: np.all(np.abs(a) <= ABSURD["accel"]),
-                  "foot_force": lambda a: np.all((a >= 0) & (a <= ABSURD["foot_force_per_weight"] * weight)),
-                  "q_joint": lambda a: np.all((a >= self.q_lo) & (a <= self.q_hi)),
-                  "v_joint": lambda a: True, "tau_joint": lambda a: True}
-        for name, ok in limits.items():
-            a = np.asarray(r.get(name, np.full(np.shape(self.last.get(name, 0.0)), np.nan)), float)
-            if a.shape != np.shape(self.last.get(name, a)) or not np.all(np.isfinite(a)) or not ok(a):
+        for name, (lo, hi) in self._limits.items():
+            last = self.last[name]
+            try:
+                a = np.array(r[name], dtype=float)  # a writable copy: numba compiles one signature
+            except (KeyError, TypeError, ValueError):
+                a = None
+            if a is None or a.shape != last.shape or not (np.all(a >= lo) and np.all(a <= hi)):  # NaN fails too
                 self.rejected[name] = self.rejected.get(name, 0) + 1
-                good[name] = self.last[name]
-            else:
-                good[name] = a.copy()  # writable: numba compiles one signature, for writable arrays
+                a = last
+            good[name] = a
         self.last = good
         return good
 
@@ -207,7 +210,9 @@ class LeggedEstimator:
         self._slipped[:] = 0.0
         self._check_divergence()
         base = self.x[0:3] - self.R @ self.r_imu  # from the IMU point to the base origin
-        v_base = self.R.T @ self.x[3:6] - np.cross(self.omega, self.r_imu)
+        w, a = self.omega, self.r_imu
+        v_base = self.R.T @ self.x[3:6] - np.array([w[1] * a[2] - w[2] * a[1], w[2] * a[0] - w[0] * a[2],
+                                                     w[0] * a[1] - w[1] * a[0]])  # less omega x r_imu
         q = np.concatenate([base, matrix_to_quat(self.R), r["q_joint"]])
         v = np.concatenate([v_base, self.omega, r["v_joint"]])
         return q, v, self._contact > 0.5

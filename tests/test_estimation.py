@@ -163,3 +163,74 @@ def test_the_sensor_model_reads_gravity_at_rest_and_quantises_the_encoders():
     with pytest.raises(ValueError, match="sensor_noise_scale"):
         GO1_SENSORS.scaled(float("nan"))
     assert sensor_spec(GO1) == GO1_SENSORS
+
+
+def _serve(tmp_path, sensors: str, seconds: float, mode: str = "lockstep"):
+    """A go1 ESS plant server in a thread, sending `sensors`; returns (endpoint, thread, holder
+    of its summary and of the server)."""
+    import threading
+
+    from bridge.server import PlantServer, ServerOptions
+    from sim.registry import make_plant
+
+    endpoint = f"ipc://{tmp_path}/plant"
+    server = PlantServer(make_plant("ess", GO1), ServerOptions(bind=endpoint, mode=mode, duration_s=seconds,
+                                                               log_dir=str(tmp_path), sensors=sensors,
+                                                               lockstep_timeout_s=10.0))
+    out = {"server": server}
+    thread = threading.Thread(target=lambda: out.update(summary=server.run()), daemon=True)
+    thread.start()
+    return endpoint, thread, out
+
+
+def test_a_controller_that_reads_only_full_state_is_refused_by_a_hardware_plant(tmp_path):
+    """HELLO lists the sensor sets a controller reads; a plant sending another one answers ERROR
+    `sensors`, naming both sets and the fix, and the controller never gets a STATE."""
+    from bridge.client import ClientOptions, ControllerClient
+    from mpc.controllers import make_controller
+
+    endpoint, thread, out = _serve(tmp_path, "hardware", 0.2)
+    controller = make_controller("pd", GO1)
+    controller.sensors = ["full"]
+    client = ControllerClient(endpoint, controller, ClientOptions(timeout_s=2.0, first_timeout_s=5.0))
+    summary = client.run()
+    assert summary["ticks"] == 0
+    assert summary["errors"][0]["reason"] == "sensors"
+    assert "'hardware'" in summary["errors"][0]["detail"] and "['full']" in summary["errors"][0]["detail"]
+
+
+def test_a_diverged_estimate_stops_the_commands_and_the_plant_takes_over(tmp_path, monkeypatch):
+    """The go1 stand controller on hardware sensors, realtime: its estimate is declared diverged
+    at tick 30; the client says so, sends no more COMMANDs, and the plant holds, then damps (its
+    safe command); the run folder keeps the sensor stream beside the ground truth. In lockstep
+    (the plant would wait for it every tick) the client ends at once with exit code 4."""
+    from bridge.client import ClientOptions, ControllerClient
+    from mpc.controllers import make_controller
+
+    check = LeggedEstimator._check_divergence
+
+    def diverge_at_30(self):
+        check(self)
+        if self.ticks >= 30 and not self.diverged:
+            self.diverged = "forced by the test"
+
+    monkeypatch.setattr(LeggedEstimator, "_check_divergence", diverge_at_30)
+    endpoint, thread, out = _serve(tmp_path, "hardware", 1.0, mode="realtime")
+    client = ControllerClient(endpoint, make_controller("pd", GO1), ClientOptions(timeout_s=15.0))
+    summary = client.run()
+    thread.join(30)
+    plant = out["summary"]
+    assert summary["exit_code"] == 0  # realtime: listened to the end (BYE)
+    assert summary["sensors"] == "hardware" and summary["estimator"]["diverged"] == "forced by the test"
+    assert summary["estimator"]["silenced"].startswith("estimate diverged at t = 0.290 s")
+    assert plant["ticks"] == 100 and plant["misses"] >= 70  # every tick from the 30th on
+    assert plant["held"] > 0 and plant["damped"] > 0
+    with np.load(tmp_path / "sensors.npz") as s, np.load(tmp_path / "trajectory.npz") as truth:
+        assert set(READING_FIELDS) <= set(s.files) and len(s["t"]) == len(truth["t"]) + 1  # + the reading at t = 0
+    lockstep = tmp_path / "lockstep"
+    lockstep.mkdir()
+    endpoint, thread, out = _serve(lockstep, "hardware", 1.0)
+    summary = ControllerClient(endpoint, make_controller("pd", GO1), ClientOptions(timeout_s=15.0)).run()
+    out["server"].stop = True  # the lockstep plant waits for a controller that left: end it
+    thread.join(30)
+    assert summary["exit_code"] == 4 and summary["reason"].startswith("estimate diverged at t = 0.290 s")
