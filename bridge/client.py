@@ -297,7 +297,8 @@ class ControllerClient:
         summary = {"ticks": len(self.rows), "errors": self.errors[:20], "n_errors": len(self.errors),
                    "skipped_states": self.skipped, "host_stalls": self.host_stalls, "sensors": self.sensor_set,
                    "estimator": None if self.estimator is None else {
-                       "rejected": dict(self.estimator.rejected), "diverged": self.estimator.diverged,
+                       "rejected": dict(self.estimator.rejected), "slips": self.estimator.slips,
+                       "diverged": self.estimator.diverged,
                        "silenced": self.silenced, "gyro_bias": self.estimator.gyro_bias.tolist(),
                        "accel_bias": self.estimator.accel_bias.tolist()},
                    "exit_code": self.exit_code,
