@@ -204,12 +204,6 @@ class Scenario:
                              f"got {self.sensors!r}")
         if not self.sensor_noise_scale >= 0:
             raise ValueError(f"scenario {self.name!r}: sensor_noise_scale must be >= 0, got {self.sensor_noise_scale}")
-        if self.sensors == "hardware":
-            from robots import get_robot
-
-            if not get_robot(self.robot).floating_base:
-                raise ValueError(f"scenario {self.name!r}: sensors = 'hardware' needs a floating-base robot (an IMU on "
-                                 f"its base and an estimator for it); {self.robot!r} is planar: use sensors = 'full'")
         if not 0 < self.control_rate_hz <= self.plant_rate_hz:
             raise ValueError(f"scenario {self.name!r}: need 0 < control_rate_hz <= plant_rate_hz")
         _check_model_errors(self)
@@ -224,6 +218,12 @@ class Scenario:
         from .preflight import check_robot_for
 
         check_robot_for(self)  # what the scenario needs of its robot (start pose, 3D MPC), before any process
+        if self.sensors == "hardware":
+            from robots import get_robot
+
+            if not get_robot(self.robot).floating_base:
+                raise ValueError(f"scenario {self.name!r}: sensors = 'hardware' needs a floating-base robot (an IMU on "
+                                 f"its base and an estimator for it); {self.robot!r} is planar: --set sensors=full")
         return self
 
     @property
