@@ -456,3 +456,17 @@ def test_a_plant_of_another_protocol_version_is_refused_with_a_clear_message(bui
     assert "failure" not in out, out.get("failure")
     assert run.stdout.startswith(f"connect LEGMPC_E_PROTOCOL the plant's reply to HELLO cannot be read (version: the "
                                  f"plant speaks protocol version {P.VERSION + 1}, this client version {P.VERSION}"), run.stdout
+
+
+def test_a_c_controller_is_refused_in_one_line_by_a_plant_sending_hardware_sensors(built, tmp_path):
+    """The C client reads full state (its HELLO lists no sensor set); a plant sending the robot's
+    own sensors refuses its HELLO with ERROR `sensors`, which the example prints and exits on."""
+    plant = Plant(tmp_path, "go1", "--plant", "mujoco", "--mode", "lockstep", "--duration", "0.5",
+                  "--sensors", "hardware")
+    try:
+        ctrl = _run(built / "go1_stand", plant.endpoint)
+        assert ctrl.returncode != 0
+        assert "refused HELLO: sensors: this plant sends the 'hardware' sensor set" in ctrl.stderr, ctrl.stderr
+    finally:
+        plant.proc.kill()
+        plant.proc.wait(10)

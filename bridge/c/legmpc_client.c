@@ -737,12 +737,13 @@ static void sent_accepted(legmpc_client *c, uint32_t k) {
  * We keep HELLO and the COMMANDs (a PLAN is only sent when the plant has no reason to refuse
  * it); an accepted COMMAND(k) leaves the list when STATE(k+1) says ok, which the plant sends
  * before it reads anything we sent later. So an ERROR answers the oldest message left that
- * can get its reason (sequence, value: only a COMMAND; robot, json, field: only HELLO). */
+ * can get its reason (sequence, value: only a COMMAND; robot, json, field, sensors: only HELLO). */
 static struct sent sent_match(legmpc_client *c, const char *reason) {
     int mask = ~0;
     if (!strcmp(reason, "sequence") || !strcmp(reason, "value") || !strcmp(reason, "unexpected"))
         mask = 1 << LEGMPC_MSG_COMMAND;
-    else if (!strcmp(reason, "robot") || !strcmp(reason, "json") || !strcmp(reason, "field")) mask = 1 << LEGMPC_MSG_HELLO;
+    else if (!strcmp(reason, "robot") || !strcmp(reason, "json") || !strcmp(reason, "field") || !strcmp(reason, "sensors"))
+        mask = 1 << LEGMPC_MSG_HELLO;
     for (int i = 0; i < c->sent_n; i++)
         if (mask & (1 << c->sentq[i].type)) {
             struct sent s = c->sentq[i];
