@@ -10,14 +10,15 @@ Two filters, each from the literature:
   (after the base's estimated acceleration is taken out), with an integral term that estimates
   the gyro's bias;
 - position and velocity: the linear Kalman filter of Bledt et al. (MIT Cheetah 3, IROS 2018),
-  as legged_control ships it: state (base position, base velocity, each foot's position, all
-  in the world, plus the accelerometer's bias in the base frame); the prediction integrates the
-  specific force rotated by the attitude; each foot gives its position relative to the base
-  from the leg kinematics, and, while it stands, a base velocity (the foot does not slip) and
-  its height (on the ground).
+  as legged_control ships it: state (the IMU point's position and velocity, each foot's
+  position, all in the world, plus the accelerometer's bias in the base frame); the prediction
+  integrates the specific force rotated by the attitude; each foot gives its position relative
+  to the IMU from the leg kinematics, and, while it stands and does not slip (the slip gate),
+  the IMU's velocity and its own height (on the ground). The base origin's pose and velocity
+  follow from the IMU's placement on the base.
 
-A reading with a non-finite or absurd value (ABSURD) is rejected: counted in `rejected`, the
-filter predicts without it. `diverged` says why the estimate cannot be trusted (covariance
+A reading with a non-finite or absurd value (ABSURD) is rejected: counted in `rejected`, and the
+tick uses that reading's last good value. `diverged` says why the estimate cannot be trusted (covariance
 grown past its limit, the base below the ground, a non-finite estimate), "" while it can.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robots.rotations import matrix_to_quat, rotation_exp
 from robots.sensors import SensorSpec, imu_placement, sensor_spec
 
 from .kernel import PARAMS, tick
@@ -33,37 +35,6 @@ from .legs import LegKinematics
 
 ABSURD = {"gyro": 35.0, "accel": 160.0, "foot_force_per_weight": 20.0, "joint_margin_rad": 0.5,  # rad/s, m/s^2
           "joint_velocity": 200.0, "joint_torque": 1e4}  # rad/s, N m
-
-
-def _skew(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
-def _exp(w: np.ndarray) -> np.ndarray:
-    angle = float(np.linalg.norm(w))
-    K = _skew(w)
-    if angle < 1e-9:
-        return np.eye(3) + K + 0.5 * K @ K
-    return np.eye(3) + np.sin(angle) / angle * K + (1 - np.cos(angle)) / angle ** 2 * K @ K
-
-
-def matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix."""
-    t = np.trace(R)
-    if t > 0:
-        s = 2.0 * np.sqrt(1.0 + t)
-        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.zeros(4)
-        q[i] = 0.25 * s
-        q[j] = (R[j, i] + R[i, j]) / s
-        q[k] = (R[k, i] + R[i, k]) / s
-        q[3] = (R[k, j] - R[j, k]) / s
-    q /= np.linalg.norm(q)
-    return q if q[3] >= 0 else -q
 
 
 @dataclass
@@ -160,7 +131,7 @@ class LeggedEstimator:
         z = np.array([0.0, 0.0, 1.0])
         axis = np.cross(up, z)
         s, c = np.linalg.norm(axis), float(up @ z)
-        self.R = np.eye(3) if s < 1e-9 else _exp(axis / s * np.arctan2(s, c))  # base -> world: up -> z
+        self.R = np.eye(3) if s < 1e-9 else rotation_exp(axis / s * np.arctan2(s, c))  # base -> world: up -> z
         self.bg = np.zeros(3)
         centres, _ = self.legs(r["q_joint"])
         feet = centres @ self.R.T

@@ -16,16 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from robots.rotations import rotation_matrices
+
 ESTIMATE_SETTLE_S = 0.2
-
-
-def quat_to_matrix(quat: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) rotation matrices of (n, 4) quaternions (x, y, z, w)."""
-    q = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    x, y, z, w = q.T
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-                     np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-                     np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], 1)
 
 
 def estimation_errors(t_est: np.ndarray, q_est: np.ndarray, v_est: np.ndarray, t: np.ndarray, q: np.ndarray,
@@ -38,7 +31,7 @@ def estimation_errors(t_est: np.ndarray, q_est: np.ndarray, v_est: np.ndarray, t
     if not ok.any():
         return None
     i = idx[ok]
-    Re, Rt = quat_to_matrix(q_est[ok, 3:7]), quat_to_matrix(q[i, 3:7])
+    Re, Rt = rotation_matrices(q_est[ok, 3:7]), rotation_matrices(q[i, 3:7])
     vel_err = np.einsum("nij,nj->ni", Re, v_est[ok, 0:3]) - np.einsum("nij,nj->ni", Rt, v[i, 0:3])
     dR = np.einsum("nji,njk->nik", Rt, Re)  # truth^T estimate: the error in the base frame
     roll = np.arctan2(dR[:, 2, 1], dR[:, 2, 2])

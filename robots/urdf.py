@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .planar import _f  # the MJCF number format, shared
+from .rotations import rotation_matrix
 from .spatial import REVOLUTE_AXES, Body, Frame, gravity_vector
 
 # The quadrupeds of the example-robot-data package: URDF file and the names of the foot frames.
@@ -179,15 +180,6 @@ def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, times
         emit(root, 2)
     lines += ["  </worldbody>", "  <actuator>", *motors, "  </actuator>", "</mujoco>"]
     return "\n".join(lines) + "\n"
-
-
-def rotation_matrix(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix (3 x 3) of a unit quaternion (x, y, z, w), numpy (a few us: no scipy
-    object, for the plants' per-step conversions)."""
-    x, y, z, w = quat
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 def mujoco_state(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -204,7 +204,7 @@ def pushed_velocity(model: RobotModel, q: np.ndarray, v: np.ndarray, push_ns: fl
         raise ValueError(f"push axis must be one of {PUSH_AXES}, got {axis!r}")
     impulse = np.zeros(model.nv)
     if model.floating_base:  # v[0:3] is the base velocity in the base frame: J^T e = R^T e
-        from robots.urdf import rotation_matrix
+        from robots.rotations import rotation_matrix
 
         impulse[0:3] = rotation_matrix(q[3:7])[PUSH_AXES.index(axis)] * push_ns
     elif axis not in model.q_names:

@@ -23,35 +23,10 @@ from collections import deque
 
 import numpy as np
 
+from robots.rotations import rotation_exp, rotation_log, rotation_matrix
 from robots.sensors import SensorSpec, imu_placement
 
 READING_FIELDS = ("q_joint", "v_joint", "tau_joint", "gyro", "accel", "foot_force")
-
-
-def quat_matrix(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix (3, 3) of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = quat / np.linalg.norm(quat)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
-def rotation_log(R: np.ndarray) -> np.ndarray:
-    """Rotation vector (3,) rad of a rotation matrix (angle < pi)."""
-    c = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)
-    angle = np.arccos(c)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    s = np.sin(angle)
-    return 0.5 * w * (angle / s if s > 1e-9 else 1.0 + angle * angle / 6.0)
-
-
-def rotation_exp(w: np.ndarray) -> np.ndarray:
-    """Rotation matrix of a rotation vector w (rad), Rodrigues' formula."""
-    angle = float(np.linalg.norm(w))
-    K = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-    if angle < 1e-9:
-        return np.eye(3) + K + 0.5 * K @ K
-    return np.eye(3) + np.sin(angle) / angle * K + (1 - np.cos(angle)) / angle ** 2 * K @ K
 
 
 class SensorModel:
@@ -81,7 +56,7 @@ class SensorModel:
         """The exact (noise-free, undelayed) reading at `state`: joint values, the IMU's mean rate
         and specific force since the previous state, foot normal forces."""
         q, v = np.asarray(state.q, float), np.asarray(state.v, float)
-        R = quat_matrix(q[3:7])
+        R = rotation_matrix(q[3:7] / np.linalg.norm(q[3:7]))
         omega = v[3:6]
         u = R @ (v[0:3] + np.cross(omega, self.r_imu))  # the IMU point's velocity, world frame
         R0, u0 = self._last if self._last is not None else (R, u)

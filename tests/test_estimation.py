@@ -86,9 +86,9 @@ def test_yaw_and_position_drift_while_height_tilt_and_velocity_stay_bounded():
         reading["gyro"] = reading["gyro"] + bias
 
     est, _, f, (t, q, v) = _feed(traj, spec, 3, corrupt=biased)
-    from launch.estimation_metrics import quat_to_matrix
+    from robots.rotations import rotation_matrices
 
-    R = quat_to_matrix(q[:, 3:7])
+    R = rotation_matrices(q[:, 3:7])
     yaw = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
     at = lambda s: int(round(s / T)) - 1
     assert abs(yaw[at(120)]) > 1.5 * abs(yaw[at(60)]) > 0.3, "the heading drifts without bound"
