@@ -126,13 +126,15 @@ def _quat_wxyz(R: np.ndarray) -> str:
 
 
 def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, timestep: float = 0.001,
-            gravity=9.81) -> str:
+            gravity=9.81, stiffness: float | None = None, damping: float | None = None) -> str:
     """MJCF text of the tree for MuJoCo: the same bodies, joints (a free joint for the base,
     hinges), masses, centres of mass and full inertias as the symbolic model (tests compare
     MuJoCo's M and bias forces with ours), a motor per actuated joint (torque limits from the
     URDF), a sphere of `foot_radius` (m) centred on each foot frame, and a ground plane at z = 0.
     Friction cones are elliptic (isotropic, as the plants' Coulomb law; MuJoCo's default
     pyramid is not). gravity: a number (along -z) or a vector (`spatial.gravity_vector`), m/s^2.
+    stiffness (N/m): each foot's contact is that spring in MuJoCo too (`with_contact_springs`;
+    damping, N s/m, is passed on and not matched there); None leaves MuJoCo's default contact.
 
     MuJoCo's free joint differs from ours in q and v: its quaternion is (w, x, y, z), and its
     linear velocity is in the world frame (ours: base frame); see `mujoco_state`.
@@ -179,7 +181,53 @@ def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, times
     for root in children.get(-1, []):
         emit(root, 2)
     lines += ["  </worldbody>", "  <actuator>", *motors, "  </actuator>", "</mujoco>"]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text if stiffness is None else with_contact_springs(text, [fr.name for fr in tree.feet], stiffness,
+                                                               damping or 0.0)
+
+
+# MuJoCo's impedance of the feet's contacts (solimp d, constant): the matched spring below holds for any d
+CONTACT_IMPEDANCE = 0.95
+# solref's damping s_b (1/s): MuJoCo's default rate, 2 / timeconst (0.02 s); its friction rows share it
+CONTACT_DAMPING_RATE = 100.0
+
+
+def with_contact_springs(mjcf: str, feet: list[str], stiffness: float, damping: float = 0.0) -> str:
+    """`mjcf` with each foot geom's contact a spring of `stiffness` (N/m) in MuJoCo, as the
+    compliant plants' (ESS, NMDP) normal force -k phi: the same resting penetration.
+
+    MuJoCo's soft contact (docs: Computation, "Soft constraints") gives at a penetration r and
+    normal velocity v, with impedance d and its diagonal approximation D of the contact's inverse
+    mass (body_invweight0: constant for the model), the force -(s r + s_b v) / ((1-d) D) when
+    solref = (-s, -s_b) (MuJoCo's stiffness K = s / d^2 and damping B = s_b / d, regulariser
+    R = (1 - d) / d D). So s = (1-d) D k and a constant d (solimp dmin = dmax) make the
+    resting force exactly k r whatever the robot's mass.
+
+    The damping is not matched: solref's damping is also the friction rows' only velocity term, and
+    a foot slides at about F_t / (impratio (s_b / ((1-d) D))) under a tangential load F_t. With
+    s_b = (1-d) D b (go1's b: 300 N s/m) a box on an incline crept 3-5 mm/s where MuJoCo's
+    default crept 1.2. s_b stays MuJoCo's default rate, CONTACT_DAMPING_RATE; `damping` is
+    accepted and unused. priority="1" makes the foot's parameters (not the floor's) the
+    contact's. Without the mujoco package (only MuJoCo reads this text) `mjcf` is returned
+    unchanged."""
+    try:
+        import mujoco
+    except ImportError:
+        return mjcf
+    model = mujoco.MjModel.from_xml_string(mjcf)
+    d = CONTACT_IMPEDANCE
+    for name in feet:
+        gid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
+        if gid < 0:
+            raise ValueError(f"the MJCF has no foot geom {name!r}")
+        inv_mass = float(model.body_invweight0[model.geom_bodyid[gid], 0])
+        attrs = (f' solref="{_f(-(1 - d) * inv_mass * stiffness)} {_f(-CONTACT_DAMPING_RATE)}"'
+                 f' solimp="{_f(d)} {_f(d)} 0.001 0.5 2" priority="1"')
+        head = f'<geom name="{name}" type="sphere"'
+        if mjcf.count(head) != 1:
+            raise ValueError(f"the MJCF's foot geom {name!r} is not written as this function expects")
+        mjcf = mjcf.replace(head, head + attrs)
+    return mjcf
 
 
 def mujoco_state(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -112,6 +112,32 @@ def test_go1_dropped_on_ess_and_nmdp_rests_within_1cm_of_mujoco():
     assert abs(heights["ess"] - heights["mujoco"]) < 0.01 and abs(heights["nmdp"] - heights["mujoco"]) < 0.01, heights
 
 
+@pytest.mark.parametrize("robot", ["go1", "go2", "a1", "solo12", "anymal_c"])
+def test_mujoco_rests_each_quadruped_on_the_compliant_plants_contact_spring(robot):
+    """Issue 42, item 2: the MJCF carries each foot's contact stiffness (robots/urdf.py,
+    with_contact_springs), so MuJoCo and ESS rest every shipped quadruped at the same height,
+    within 1 mm, under the robot's own stand gains (mpc.controllers.pd_options) and stance
+    feed-forward; each foot sinks the same k-spring depth (total normal force = weight)."""
+    from mpc.controllers import pd_options, stance_feedforward
+
+    model = get_robot(robot)
+    gains = pd_options(model)
+    cmd = JointCommand(stance_feedforward(model, model.q0), model.q0[7:].copy(), np.zeros(model.nu),
+                       np.full(model.nu, gains.kp), np.full(model.nu, gains.kd))
+    heights, sink = {}, {}
+    for name in ("ess", "mujoco"):
+        p = make_plant(name, model)
+        s = p.reset(model.q0)
+        for _ in range(300):
+            s = p.step(cmd, 0.01)
+        heights[name] = s.q[2]
+        sink[name] = -numeric(model).contact_gap(s.q).mean()
+    assert abs(heights["mujoco"] - heights["ess"]) < 1e-3, heights
+    weight = float(model.params["mass_kg"]) * model.gravity
+    k = model.contacts[0].stiffness
+    assert sink["mujoco"] == pytest.approx(weight / (model.nc * k), rel=0.05), (sink, weight / (model.nc * k))
+
+
 _GO1_PLANTS: dict = {}  # one compiled plant per name, reused across the examples below
 
 
