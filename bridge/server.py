@@ -776,17 +776,19 @@ class PlantServer:
     def _fell(self) -> bool:
         """Whether the robot fell during the run, decided as a run's summary decides it
         (sim.metrics.trajectory_metrics, from the states after each tick): once the base has
-        been at least half its nominal height (CONFIG's q0), it dropped below that, or a floating
-        base tilted more than 60 degrees; False for a robot without a base height coordinate."""
-        from sim.metrics import base_names, trajectory_metrics
+        been at least half its nominal height (CONFIG's q0), it dropped below that, or one of a
+        floating base's other bodies came within 2 cm of the ground; or a floating base tilted
+        more than 60 degrees; False for a robot without a base height coordinate."""
+        from sim.metrics import base_names, body_heights, trajectory_metrics
 
         traj, names = self.log.trajectory(), list(self.model.q_names)
         if not len(traj["q"]):
             return False
         z_name = base_names(names)[1]
         q0_z = float(self.model.q0[names.index(z_name)]) if z_name in names else None
-        return bool(trajectory_metrics(np.asarray(traj["t"]), np.asarray(traj["q"]), np.asarray(traj["contact"]),
-                                       names, q0_z)["fell"])
+        q = np.asarray(traj["q"])
+        return bool(trajectory_metrics(np.asarray(traj["t"]), q, np.asarray(traj["contact"]), names, q0_z,
+                                       body_heights(self.model, q))["fell"])
 
 
 def _claims_command_for(body: list, tick: int) -> bool:

@@ -77,7 +77,7 @@ def _run(sc) -> dict:
 
     from .model_errors import plant_robot, with_model_errors
     from .run import task_targets
-    from sim.metrics import base_names, trajectory_metrics
+    from sim.metrics import base_names, body_heights, trajectory_metrics
 
     from .runfolder import percentiles
 
@@ -103,7 +103,8 @@ def _run(sc) -> dict:
                          chaos_seed=sc.seed, sensors=sensors, estimator=estimator)
     z_name = base_names(list(nominal.q_names))[1]  # as launch/run.py's finalize measures a fall
     q0_z = nominal.q0[nominal.q_names.index(z_name)] if z_name in nominal.q_names else None
-    metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z)
+    metrics = trajectory_metrics(log["t"], log["q"], log["contact"], list(model.q_names), q0_z,
+                                 body_heights(model, log["q"]))
     targets = task_targets(sc, nominal)
     rows = log["rows"]
     # ticks lost to a simulated stall have no controller time

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.metrics import base_names, fall_time, heading_rates
+from sim.metrics import base_names, body_heights, fall_time, heading_rates
 
 from .runfolder import WHOLE_TICK, misses_text, read_csv, steady, trajectory
 
@@ -166,7 +166,7 @@ def _mark_events(axes, t, q, names, model, summary: dict) -> None:
     if model is not None:
         _, z_name = base_names(names)
         q0_z = model.q0[model.q_names.index(z_name)] if z_name in model.q_names else None
-        fell = fall_time(t, q, names, q0_z)
+        fell = fall_time(t, q, names, q0_z, body_heights(model, q))
         if fell is not None:
             for i, a in enumerate(axes):
                 a.axvline(fell, color="red", lw=1.5, label=f"fell at {fell:.2f} s" if i == 0 else None)

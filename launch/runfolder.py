@@ -122,11 +122,14 @@ def trajectory(folder: Path) -> dict[str, np.ndarray]:
         return {k: data[k] for k in data.files}
 
 
-def task_metrics(folder: Path, q0_z: float | None) -> dict:
+def task_metrics(folder: Path, q0_z: float | None, model=None) -> dict:
     """fell, apex heights (m) and mean forward speed (m/s) of a run folder's trajectory
-    (`trajectory_metrics`)."""
+    (`trajectory_metrics`; with the run's `model`, its bodies' heights count for `fell` too)."""
+    from sim.metrics import body_heights
+
     traj = trajectory(folder)
-    return trajectory_metrics(traj["t"], traj["q"], traj["contact"], list(traj["q_names"]), q0_z)
+    body_z = body_heights(model, traj["q"]) if model is not None and traj["q"].ndim == 2 else None
+    return trajectory_metrics(traj["t"], traj["q"], traj["contact"], list(traj["q_names"]), q0_z, body_z)
 
 
 def worst_complementarity(ctrl: dict, model) -> dict | None:

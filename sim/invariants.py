@@ -5,9 +5,11 @@ Checked (`Invariants.check`):
 - q and v are finite;
 - every contact's gap phi >= -penetration_limit (m): a foot deeper than that has fallen
   through the ground (compliant plants rest at a few mm; the rigid plant at ~0);
-- a floating base's quaternion has norm 1 within QUATERNION_TOL, and its origin is not deeper
-  than the penetration limit below the ground (3D robots: only the feet are contacts, so a
-  collapsed robot's body would otherwise sink through the floor unnoticed).
+- a floating base's quaternion has norm 1 within QUATERNION_TOL, and none of its bodies (their
+  joint origins: the base, hips, knees) is deeper than BODY_BELOW_GROUND_M below the ground (3D
+  robots: only the feet are contacts, so a collapsed robot's body would otherwise sink through
+  the floor unnoticed). That limit is a fixed few centimetres, not the feet's penetration limit,
+  which the compliant plants scale with the robot's weight (anymal_c's is 15 cm).
 
 The result is one line, empty when all hold, carried by `PlantState.violation`. A plant never
 raises out of `step` for a physics failure (non-finite state, Zeno accumulation, a solver that
@@ -29,6 +31,7 @@ from robots.model import RobotModel
 
 DEFAULT_PENETRATION_LIMIT_M = 0.02  # m: the option `penetration_limit_m` of every plant
 QUATERNION_TOL = 1e-9  # largest | |quat| - 1 | a plant may return
+BODY_BELOW_GROUND_M = 0.05  # m: a floating base's body origin (a joint centre, inside its link) this deep is through the floor, any mass
 
 
 def check_penetration_limit(owner: str, value) -> float:
@@ -69,6 +72,8 @@ class Invariants:
         self._names = [c.name for c in model.contacts]
         self._nc = model.nc
         self._quaternions = model.floating_base
+        self._poses_fn = numeric(model, verbose=False).raw["body_poses"] if model.floating_base else None
+        self._bodies = list(model.body_names)
         self.reported = ""  # the violation already printed (printed once per reset)
 
     def gaps(self, q: np.ndarray) -> np.ndarray:
@@ -93,13 +98,19 @@ class Invariants:
         return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
 
     def check_quaternion(self, t: float, q: np.ndarray) -> str:
-        """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL and its
-        origin q[2] is above -limit, else why not."""
+        """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL and no body
+        origin is below -BODY_BELOW_GROUND_M, else why not."""
         norm = math.sqrt(float(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]))
         if abs(norm - 1.0) > QUATERNION_TOL:
             return f"base quaternion norm {norm:.12g} is not 1 (tolerance {QUATERNION_TOL:g}) at t={t:.6g} s"
-        if q[2] < -self.limit:
-            return f"base origin {q[2]:.3f} m below the ground (limit -{self.limit:.3f} m) at t={t:.6g} s"
+        if q[2] < -BODY_BELOW_GROUND_M:
+            return (f"body {self._bodies[0]} {q[2]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "
+                    f"at t={t:.6g} s")
+        z = np.asarray(self._poses_fn(np.ascontiguousarray(q, dtype=np.float64))).reshape(len(self._bodies), -1)[:, 2]
+        i = int(np.argmin(z))
+        if z[i] < -BODY_BELOW_GROUND_M:
+            return (f"body {self._bodies[i]} {z[i]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "
+                    f"at t={t:.6g} s")
         return ""
 
     def report(self, violation: str) -> None:

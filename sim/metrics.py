@@ -1,9 +1,10 @@
 """What a run's trajectory says about the robot: did it fall, how high did it hop, how fast did it
 go. One definition, used by the run's summary (launch), a sweep's episodes and the plant server's
-own summary (bridge), all from logged states; numpy only.
+own summary (bridge), all from logged states (numpy; `body_heights` evaluates the robot's kinematics).
 
     trajectory_metrics(t, q, contact, q_names, q0_z) -> {"fell", "apex_height_m", "vx_mps", ...}
-    fall_time(t, q, q_names, q0_z) -> when it fell (s), or None
+    fall_time(t, q, q_names, q0_z, body_z) -> when it fell (s), or None
+    body_heights(model, q) -> the heights of a floating base's other bodies, for the two above
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import math
 import numpy as np
 
 MAX_TILT_RAD = math.radians(60.0)  # a floating base tilted further (roll or pitch) has fallen
+BODY_TOUCH_M = 0.02  # a floating base's other body (its joint origin: a knee, a hip) this low touches the ground
 
 
 def base_names(names: list[str]) -> tuple[str, str]:
@@ -21,13 +23,17 @@ def base_names(names: list[str]) -> tuple[str, str]:
 
 
 def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_names: list[str],
-                       q0_z: float | None) -> dict:
+                       q0_z: float | None, body_z: np.ndarray | None = None) -> dict:
     """From logged ticks (t in s, q (ticks, nq), contact (ticks, nc)): fell, apex_height_m (mean
     height of the airborne peaks of the base, m) and vx_mps (mean forward speed, m/s); None where
-    the robot has no such coordinate. fell: once the base has reached half its nominal height
-    q0_z (at the start, or after standing up from lying), it drops below it again, or (floating
-    base) tilts by more than MAX_TILT_RAD in roll or pitch."""
-    out = {"fell": fall_time(t, q, q_names, q0_z) is not None, "apex_height_m": None, "vx_mps": None}
+    the robot has no such coordinate.
+
+    fell, the one definition (docs/RUNS.md): once the base has reached half its nominal height
+    q0_z (at the start, or after standing up from lying), it drops below it again; or a floating
+    base tilts by more than MAX_TILT_RAD in roll or pitch; or (body_z: `body_heights`, the
+    heights of a floating base's other bodies per tick) once up, one of those bodies comes
+    within BODY_TOUCH_M of the ground: a knee or the body touched it."""
+    out = {"fell": fall_time(t, q, q_names, q0_z, body_z) is not None, "apex_height_m": None, "vx_mps": None}
     x_name, z_name = base_names(q_names)
     if z_name in q_names and q.size:
         z = q[:, q_names.index(z_name)]
@@ -42,7 +48,8 @@ def trajectory_metrics(t: np.ndarray, q: np.ndarray, contact: np.ndarray, q_name
     return out
 
 
-def fall_time(t: np.ndarray, q: np.ndarray, q_names: list[str], q0_z: float | None) -> float | None:
+def fall_time(t: np.ndarray, q: np.ndarray, q_names: list[str], q0_z: float | None,
+              body_z: np.ndarray | None = None) -> float | None:
     """When the robot fell (s; `trajectory_metrics` says what falling is), or None if it did not.
     A base that never reached half its nominal height fell at the start, t[0]."""
     _, z_name = base_names(q_names)
@@ -55,10 +62,25 @@ def fall_time(t: np.ndarray, q: np.ndarray, q_names: list[str], q0_z: float | No
         if up.size == 0:
             return float(t[0])
         fallen[up[0]:] = z[up[0]:] < 0.5 * q0_z
+        if body_z is not None and len(body_z) == len(q) and np.size(body_z):
+            fallen[up[0]:] |= np.min(body_z[up[0]:], axis=1) < BODY_TOUCH_M
     if z_name == "base_z":
         fallen |= tilt_angle(q[:, 3:7]) > MAX_TILT_RAD
     hit = np.flatnonzero(fallen)
     return float(t[hit[0]]) if hit.size else None
+
+
+def body_heights(model, q: np.ndarray) -> np.ndarray | None:
+    """(ticks, nb - 1) heights (m) of a floating base's bodies other than the base (their joint
+    origins: hips, knees) along a trajectory q (ticks, nq); None for a planar robot."""
+    if not model.floating_base or not np.size(q):
+        return None
+    from robots import numeric
+
+    poses = numeric(model, verbose=False).raw["body_poses"]
+    nb = len(model.body_names)
+    return np.array([np.asarray(poses(np.ascontiguousarray(qi, dtype=np.float64))).reshape(nb, -1)[1:, 2]
+                     for qi in q])
 
 
 def heading_velocities(t: np.ndarray, q: np.ndarray) -> dict:

@@ -83,8 +83,8 @@ def test_quaternion_invariant_and_reset_check():
     q[3:7] *= 1.0 + 1e-6
     assert "quaternion norm" in inv.check(0.5, q, np.zeros(18))
     sunk = GO1.q0.copy()
-    sunk[2:7] = (-0.05, 1.0, 0.0, 0.0, 0.0)  # upside down, the feet in the air, the body in the floor
-    assert "base origin -0.050 m below the ground" in inv.check(0.5, sunk, np.zeros(18))
+    sunk[2:7] = (-0.06, 1.0, 0.0, 0.0, 0.0)  # upside down, the feet in the air, the body in the floor
+    assert "body root_joint -0.060 m below the ground (limit -0.050 m)" in inv.check(0.5, sunk, np.zeros(18))
     with pytest.raises(ValueError, match=r"q\[3:7\].*unit quaternion"):
         checked_reset(GO1, q * 2, None, 0.0)
     q_ok = checked_reset(GO1, q, None, 0.0)[0]  # within the reset tolerance: normalised exactly
