@@ -73,6 +73,7 @@ class Invariants:
         self._nc = model.nc
         self._quaternions = model.floating_base
         self._poses_fn = numeric(model, verbose=False).raw["body_poses"] if model.floating_base else None
+        self._poses_out = np.empty(self._poses_fn.n_out) if model.floating_base else None
         self._bodies = list(model.body_names)
         self.reported = ""  # the violation already printed (printed once per reset)
 
@@ -106,7 +107,8 @@ class Invariants:
         if q[2] < -BODY_BELOW_GROUND_M:
             return (f"body {self._bodies[0]} {q[2]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "
                     f"at t={t:.6g} s")
-        z = np.asarray(self._poses_fn(np.ascontiguousarray(q, dtype=np.float64))).reshape(len(self._bodies), -1)[:, 2]
+        poses = self._poses_fn.call_flat(np.ascontiguousarray(q, dtype=np.float64), self._poses_out)
+        z = poses.reshape(len(self._bodies), -1)[:, 2]  # each body's row: origin x, y, z, then its rotation
         i = int(np.argmin(z))
         if z[i] < -BODY_BELOW_GROUND_M:
             return (f"body {self._bodies[i]} {z[i]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "

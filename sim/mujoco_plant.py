@@ -5,10 +5,13 @@
     state = plant.step(command, 0.01)
 
 The model is the robot's own MJCF (`RobotModel.mjcf`, made from the same definition; tests
-check MuJoCo's M and bias forces against ours), so MuJoCo's contacts are its own: soft, with
-the default solver parameters, friction from the model's `mu`. The joint impedance law of the
-plant protocol is evaluated at every MuJoCo step (timestep 1 / plant_rate_hz) and applied as
-the motors' controls, clipped to u_max. Contact flags and forces (normal, tangential along x;
+check MuJoCo's M and bias forces against ours), so MuJoCo's contacts are its own, soft: a 3D
+robot's feet carry the compliant plants' stiffness (robots/urdf.py, `with_contact_springs`),
+a planar robot's MuJoCo's defaults; friction from the model's `mu`. The joint impedance law of
+the plant protocol is MuJoCo's own at every MuJoCo step (timestep 1 / plant_rate_hz): each
+motor becomes an affine actuator, force = (tau_ff + kp q_des + kd v_des) - kp q - kd v, its
+force limited to u_max, so a control period is one `mj_step(..., nstep)` call with no Python
+between the steps. Contact flags and forces (normal, tangential along x;
 N) come from MuJoCo's contacts of each foot's sphere with the floor. Planar robots: q and v
 are MuJoCo's qpos and qvel (the MJCF's joints are the model's coordinates, in order). 3D
 robots: MuJoCo's free joint stores the quaternion as (w, x, y, z) and the base's linear
@@ -79,9 +82,33 @@ class MujocoPlant(LatchedViolation):
         self._floor = floor
         self._foot_index = {gid: i for i, gid in enumerate(self._feet)}
         self.invariants = Invariants(model, penetration_limit_m)
+        self._impedance_actuators()
         self._cmd = JointCommand.zero(model.nu).validated(model)
         self._tau = np.zeros(model.nu)
         self._ready = False
+
+    def _impedance_actuators(self) -> None:
+        """Turn the MJCF's motors into the impedance law's actuators (module docstring):
+        self._act[j] is the actuator of the model's actuator j (matched by the joint it drives)."""
+        mujoco, mj = self._mj, self.mj
+        if mj.nu != self.model.nu:
+            raise ValueError(f"{self.model.name}: the MJCF has {mj.nu} actuators, the model {self.model.nu}")
+        dof_of = {int(mj.jnt_dofadr[mj.actuator_trnid[a, 0]]): a for a in range(mj.nu)}
+        try:
+            self._act = np.array([dof_of[int(j)] for j in self.joints], dtype=np.int64)
+        except KeyError as err:
+            raise ValueError(f"{self.model.name}: no MJCF actuator drives the model's joint at v index {err}") from None
+        if np.any(mj.actuator_gear[self._act, 0] != 1.0):
+            raise ValueError(f"{self.model.name}: the MJCF's motors must have gear 1 (the impedance law is per joint)")
+        for j, a in enumerate(self._act):
+            mj.actuator_gaintype[a] = mujoco.mjtGain.mjGAIN_FIXED
+            mj.actuator_gainprm[a, :] = 0.0
+            mj.actuator_gainprm[a, 0] = 1.0
+            mj.actuator_biastype[a] = mujoco.mjtBias.mjBIAS_AFFINE
+            mj.actuator_biasprm[a, :] = 0.0
+            mj.actuator_ctrllimited[a] = 0
+            mj.actuator_forcelimited[a] = 1
+            mj.actuator_forcerange[a] = (-self.u_max[j], self.u_max[j])
 
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
@@ -108,16 +135,20 @@ class MujocoPlant(LatchedViolation):
         if self.violation:
             return self._held_state()
         t_end = self.data.time + dt
-        d, mj = self.data, self.mj
-        lo, hi = -self.u_max, self.u_max
-        while d.time < t_end - 1e-12:
-            mj.opt.timestep = min(self.h, t_end - d.time)
-            tau = tau_ff + kp * (q_des - d.qpos[self.joints_q]) + kd * (v_des - d.qvel[self.joints])
-            np.minimum(np.maximum(tau, lo, out=tau), hi, out=tau)  # np.clip's per-call cost is ~4 us
-            d.ctrl[:] = self._tau = tau
+        d, mj, act = self.data, self.mj, self._act
+        d.ctrl[act] = tau_ff + kp * q_des + kd * v_des
+        mj.actuator_biasprm[act, 1] = -kp
+        mj.actuator_biasprm[act, 2] = -kd
+        n = int((dt + 1e-12) / self.h)  # whole MuJoCo steps, then what is left of dt
+        if n:
+            self._mj.mj_step(mj, d, n)
+        rest = t_end - d.time
+        if rest > 1e-12:
+            mj.opt.timestep = rest
             self._mj.mj_step(mj, d)
-        mj.opt.timestep = self.h
-        d.time = t_end  # no drift from the shortened last step's rounding
+            mj.opt.timestep = self.h
+        d.time = t_end  # no drift from the steps' rounding
+        self._tau = d.actuator_force[act].copy()
         return self._checked(self.state())
 
     def state(self) -> PlantState:
