@@ -39,6 +39,7 @@ from zmq.utils.monitor import recv_monitor_message
 from sim.chaos import StallSchedule, transport_always_late
 from sim.command_plan import CommandKeeper, JointPlan, safe_stiffness
 from sim.protocol import PUSH_AXES, JointCommand, actuated_joints, actuated_positions, pushed_velocity
+from sim.sensors import READING_FIELDS
 
 from . import protocol as P
 from .attribution import TickRecord, attribute, miss_times
@@ -274,8 +275,9 @@ class PlantServer:
         self.options = options.validate()
         m = self.model
         self.dims = P.Dims.of(m, options.sensors)
-        self.sensors = None  # the hardware sensor model (sim/sensors.py), and its readings for sensors.npz
-        self.readings: list[dict] = []
+        self.sensors = None  # the hardware sensor model (sim/sensors.py)
+        self.reading: dict = {}  # its latest reading, what STATE carries
+        self.readings: list[dict] = []  # every reading, for sensors.npz (with a log_dir only)
         if options.sensors == "hardware":
             from robots.sensors import sensor_spec
             from sim.sensors import SensorModel
@@ -354,8 +356,7 @@ class PlantServer:
     def _send_state(self, tick: int) -> None:
         s = self.state
         if self.sensors is not None:
-            r = self.readings[-1]
-            arrays = [r["q_joint"], r["v_joint"], r["tau_joint"], r["gyro"], r["accel"], r["foot_force"], self.status]
+            arrays = [*(self.reading[k] for k in READING_FIELDS), self.status]
         else:
             arrays = [s.q, s.v, s.contact.astype(np.uint8), s.force, self.status]
         self._send(self.client, P.encode(P.STATE, tick, s.t, arrays, dims=self.dims))
@@ -363,11 +364,12 @@ class PlantServer:
 
     def _sense(self) -> None:
         """The hardware sensors read the state the plant is in (every tick, whether or not a
-        controller listens: a robot's sensors run on their own); kept for sensors.npz."""
+        controller listens: a robot's sensors run on their own); kept for sensors.npz when the
+        run has a log folder."""
         if self.sensors is not None:
-            reading = self.sensors.read(self.state)
-            reading["t"] = self.state.t
-            self.readings.append(reading)
+            self.reading = self.sensors.read(self.state)
+            if self.options.log_dir:
+                self.readings.append({**self.reading, "t": self.state.t})
 
     def _write_sensors(self) -> None:
         """sensors.npz in the log folder: every tick's reading (READING_FIELDS, and t)."""

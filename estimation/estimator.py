@@ -80,7 +80,6 @@ class LeggedEstimator:
         self.legs = LegKinematics(model)
         self.nc, self.nu = model.nc, model.nu
         self.r_imu, self.R_imu = imu_placement(model)
-        self.g = np.array([0.0, 0.0, -model.gravity])
         self.mass = float(np.asarray(model.params.get("mass_kg", 0.0)))
         self.q_lo = np.asarray(model.q_min, float)[7:] - ABSURD["joint_margin_rad"]
         self.q_hi = np.asarray(model.q_max, float)[7:] + ABSURD["joint_margin_rad"]
@@ -115,12 +114,10 @@ class LeggedEstimator:
         run's clock starts, so that the first tick does not pay for compiling. Feeds one reading
         of the robot standing still at q0."""
         est = LeggedEstimator(model, period_s=period_s)
-        _, R_imu = imu_placement(model)
-        weight = max(est.mass * model.gravity, 1.0)
         est.update({"q_joint": np.asarray(model.q0, float)[7:], "v_joint": np.zeros(model.nu),
                     "tau_joint": np.zeros(model.nu), "gyro": np.zeros(3),
-                    "accel": R_imu.T @ np.array([0.0, 0.0, model.gravity]),
-                    "foot_force": np.full(model.nc, weight / model.nc)})
+                    "accel": est.R_imu.T @ np.array([0.0, 0.0, model.gravity]),
+                    "foot_force": np.full(model.nc, max(est.mass * model.gravity, 1.0) / model.nc)})
 
     # ------------------------------------------------------------------ start
     def _start(self, r: dict) -> None:
@@ -186,7 +183,7 @@ class LeggedEstimator:
                                                      w[0] * a[1] - w[1] * a[0]])  # less omega x r_imu
         q = np.concatenate([base, matrix_to_quat(self.R), r["q_joint"]])
         v = np.concatenate([v_base, self.omega, r["v_joint"]])
-        return q, v, self._contact > 0.5
+        return q, v, self.contact
 
     @property
     def contact(self) -> np.ndarray:
@@ -202,8 +199,8 @@ class LeggedEstimator:
         elif np.sqrt(np.max(np.diag(P)[3:6])) > self.o.max_velocity_std:
             self.diverged = (f"the velocity's standard deviation grew to {np.sqrt(np.max(np.diag(P)[3:6])):.2f} m/s "
                              f"(limit {self.o.max_velocity_std} m/s)")
-        elif x[2] - self.R[2] @ self.r_imu < self.o.min_base_z:
-            self.diverged = f"the estimated base is {x[2]:.3f} m high, below the ground"
+        elif (base_z := x[2] - self.R[2] @ self.r_imu) < self.o.min_base_z:
+            self.diverged = f"the estimated base is {base_z:.3f} m high, below the ground"
 
     @property
     def gyro_bias(self) -> np.ndarray:
@@ -212,5 +209,5 @@ class LeggedEstimator:
 
     @property
     def accel_bias(self) -> np.ndarray:
-        """The accelerometer bias estimate, IMU frame, m/s^2 (as seen at the base origin)."""
+        """The accelerometer bias estimate, IMU frame, m/s^2."""
         return self.R_imu.T @ self.x[-3:]

@@ -126,15 +126,15 @@ def _quat_wxyz(R: np.ndarray) -> str:
 
 
 def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, timestep: float = 0.001,
-            gravity=9.81, stiffness: float | None = None, damping: float | None = None) -> str:
+            gravity=9.81, stiffness: float | None = None) -> str:
     """MJCF text of the tree for MuJoCo: the same bodies, joints (a free joint for the base,
     hinges), masses, centres of mass and full inertias as the symbolic model (tests compare
     MuJoCo's M and bias forces with ours), a motor per actuated joint (torque limits from the
     URDF), a sphere of `foot_radius` (m) centred on each foot frame, and a ground plane at z = 0.
     Friction cones are elliptic (isotropic, as the plants' Coulomb law; MuJoCo's default
     pyramid is not). gravity: a number (along -z) or a vector (`spatial.gravity_vector`), m/s^2.
-    stiffness (N/m): each foot's contact is that spring in MuJoCo too (`with_contact_springs`;
-    damping, N s/m, is passed on and not matched there); None leaves MuJoCo's default contact.
+    stiffness (N/m): each foot's contact is that spring in MuJoCo too (`with_contact_springs`; the
+    damping is not matched there); None leaves MuJoCo's default contact.
 
     MuJoCo's free joint differs from ours in q and v: its quaternion is (w, x, y, z), and its
     linear velocity is in the world frame (ours: base frame); see `mujoco_state`.
@@ -182,8 +182,7 @@ def to_mjcf(tree: UrdfTree, *, foot_radius: float = 0.02, mu: float = 0.8, times
         emit(root, 2)
     lines += ["  </worldbody>", "  <actuator>", *motors, "  </actuator>", "</mujoco>"]
     text = "\n".join(lines) + "\n"
-    return text if stiffness is None else with_contact_springs(text, [fr.name for fr in tree.feet], stiffness,
-                                                               damping or 0.0)
+    return text if stiffness is None else with_contact_springs(text, [fr.name for fr in tree.feet], stiffness)
 
 
 # MuJoCo's impedance of the feet's contacts (solimp d, constant): the matched spring below holds for any d
@@ -192,7 +191,7 @@ CONTACT_IMPEDANCE = 0.95
 CONTACT_DAMPING_RATE = 100.0
 
 
-def with_contact_springs(mjcf: str, feet: list[str], stiffness: float, damping: float = 0.0) -> str:
+def with_contact_springs(mjcf: str, feet: list[str], stiffness: float) -> str:
     """`mjcf` with each foot geom's contact a spring of `stiffness` (N/m) in MuJoCo, as the
     compliant plants' (ESS, NMDP) normal force -k phi: the same resting penetration.
 
@@ -206,8 +205,7 @@ def with_contact_springs(mjcf: str, feet: list[str], stiffness: float, damping: 
     The damping is not matched: solref's damping is also the friction rows' only velocity term, and
     a foot slides at about F_t / (impratio (s_b / ((1-d) D))) under a tangential load F_t. With
     s_b = (1-d) D b (go1's b: 300 N s/m) a box on an incline crept 3-5 mm/s where MuJoCo's
-    default crept 1.2. s_b stays MuJoCo's default rate, CONTACT_DAMPING_RATE; `damping` is
-    accepted and unused. priority="1" makes the foot's parameters (not the floor's) the
+    default crept 1.2. s_b stays MuJoCo's default rate, CONTACT_DAMPING_RATE. priority="1" makes the foot's parameters (not the floor's) the
     contact's. Without the mujoco package (only MuJoCo reads this text) `mjcf` is returned
     unchanged."""
     try:

@@ -104,9 +104,6 @@ class Invariants:
         norm = math.sqrt(float(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]))
         if abs(norm - 1.0) > QUATERNION_TOL:
             return f"base quaternion norm {norm:.12g} is not 1 (tolerance {QUATERNION_TOL:g}) at t={t:.6g} s"
-        if q[2] < -BODY_BELOW_GROUND_M:
-            return (f"body {self._bodies[0]} {q[2]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "
-                    f"at t={t:.6g} s")
         poses = self._poses_fn.call_flat(np.ascontiguousarray(q, dtype=np.float64), self._poses_out)
         z = poses.reshape(len(self._bodies), -1)[:, 2]  # each body's row: origin x, y, z, then its rotation
         i = int(np.argmin(z))

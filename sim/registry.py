@@ -61,20 +61,11 @@ def make_plant(name: str, model: RobotModel, *, plant_rate_hz: float = 1000.0, *
     hybrid: rigid contacts, event-driven reference (sim.hybrid.HybridPlant).
     mujoco: MuJoCo on the robot's MJCF, its own soft contacts (sim.mujoco_plant.MujocoPlant).
     """
+    cls = _plant_class(name)  # a ValueError names the plants for an unknown one
     if name == "ess":
-        from .ess.robot import EssPlant
-
-        return EssPlant(model, h_max=1.0 / plant_rate_hz, verbose=False, **options)
+        return cls(model, h_max=1.0 / plant_rate_hz, verbose=False, **options)
     if name == "nmdp":
-        from .nmdp import NmdpPlant
-
-        return NmdpPlant(model, verbose=False, **{"max_step": 1.0 / plant_rate_hz, **options})
-    if name == "hybrid":
-        from .hybrid import HybridPlant
-
-        return HybridPlant(model, **options)
+        return cls(model, verbose=False, **{"max_step": 1.0 / plant_rate_hz, **options})
     if name == "mujoco":
-        from .mujoco_plant import MujocoPlant
-
-        return MujocoPlant(model, plant_rate_hz=plant_rate_hz, **options)
-    raise ValueError(f"unknown plant {name!r}; available plants: {', '.join(PLANTS)}")
+        return cls(model, plant_rate_hz=plant_rate_hz, **options)
+    return cls(model, **options)  # hybrid: event-driven, no step to bound

@@ -64,10 +64,7 @@ class SensorModel:
         T = self.period
         dtheta = rotation_log(R0.T @ R)
         R_mid = R0 @ rotation_exp(0.5 * dtheta)
-        if self._last is not None and dtheta.any():
-            rate = dtheta / T
-        else:
-            rate = omega
+        rate = dtheta / T if dtheta.any() else omega  # the first reading: no previous state, the rate now
         accel_world = (u - u0) / T
         return {"q_joint": q[self.iq], "v_joint": v[self.iv], "tau_joint": np.asarray(state.tau, float),
                 "gyro": self.R_imu.T @ rate, "accel": self.R_imu.T @ (R_mid.T @ (accel_world - self.g)),
@@ -106,8 +103,3 @@ class SensorModel:
                 w = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
                 return {k: a[k] + w * (b[k] - a[k]) for k in a}
         return hist[0][1]
-
-    def truth_imu(self) -> tuple[np.ndarray, np.ndarray]:
-        """The IMU biases now (gyro rad/s, accel m/s^2): the ground truth an estimator's bias
-        estimates are judged against."""
-        return self.gyro_bias.copy(), self.accel_bias.copy()
