@@ -143,17 +143,37 @@ def test_a_state_decodes_exactly_when_numpy_calls_its_values_finite(q, force, t)
             P.decode(frames, DIMS)
 
 
+def _dims(nq, nu, nc, floating, hardware=False):
+    """Dims of a planar (nf 2) or 3D (nq = nv + 1, nf 3) robot; a 3D one's STATE may carry the
+    hardware sensor set."""
+    return P.Dims(nq, nq - 1 if floating and nq > 1 else nq, nu, nc, 3 if floating else 2,
+                  "hardware" if hardware and floating else "full")
+
+
+def _random_state(dims, rng):
+    """A STATE's arrays for `dims` (either sensor set), random but valid (finite, flags 0/1)."""
+    arrays = []
+    for name, dtype, shape in P.schema(P.STATE, dims):
+        if name == "status":
+            arrays.append(np.array([rng.integers(0, 4)], np.uint8))
+        elif dtype == np.uint8:
+            arrays.append(rng.integers(0, 2, shape).astype(np.uint8))
+        else:
+            arrays.append(rng.normal(size=shape))
+    return arrays
+
+
 @settings(max_examples=150, deadline=None)
 @given(nq=st.integers(1, 40), nu=st.integers(0, 30), nc=st.integers(0, 8), floating=st.booleans(),
-       data=st.data())
-def test_any_robot_shape_round_trips_and_its_byte_flips_are_refused_cleanly(nq, nu, nc, floating, data):
-    """STATE and COMMAND of any dimensions, planar (nf 2) or 3D (nq = nv + 1, nf 3), decode to
-    exactly what was encoded; flipping any one byte of any frame gives the same message back or a
-    ProtocolError with a known reason, never another exception."""
-    dims = P.Dims(nq, nq - 1 if floating and nq > 1 else nq, nu, nc, 3 if floating else 2)
+       hardware=st.booleans(), data=st.data())
+def test_any_robot_shape_round_trips_and_its_byte_flips_are_refused_cleanly(nq, nu, nc, floating, hardware, data):
+    """STATE (the full state, or a 3D robot's hardware sensors) and COMMAND of any dimensions,
+    planar (nf 2) or 3D (nq = nv + 1, nf 3), decode to exactly what was encoded; flipping any
+    one byte of any frame gives the same message back or a ProtocolError with a known reason,
+    never another exception."""
+    dims = _dims(nq, nu, nc, floating, hardware)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
-             rng.normal(size=(dims.nc, dims.nf)), np.array([rng.integers(0, 4)], np.uint8)]
+    state = _random_state(dims, rng)
     k = int(rng.integers(1, 6))
     command = [rng.normal(size=(k, nu)) for _ in range(3)] + [rng.uniform(0, 5, nu) for _ in range(2)] + \
         [np.array([rng.integers(-1, 100)], np.int64), np.arange(k) * 0.01,
@@ -177,19 +197,19 @@ def test_any_robot_shape_round_trips_and_its_byte_flips_are_refused_cleanly(nq, 
 
 @settings(max_examples=300, deadline=None)
 @given(nq=st.integers(1, 30), nu=st.integers(0, 20), nc=st.integers(0, 6), floating=st.booleans(),
+       hardware=st.booleans(),
        flips=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 10_000), st.integers(1, 255)), max_size=3),
        split=st.booleans(), as_memoryview=st.booleans(), prepared=st.booleans(), data=st.data())
-def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc, floating, flips, split,
+def test_the_fast_path_accepts_only_what_the_full_validation_accepts(nq, nu, nc, floating, hardware, flips, split,
                                                                    as_memoryview, prepared, data):
     """`decode`'s fast path (`_decode_fixed`) against the full validation alone, on STATEs and
     COMMANDs with flipped bytes, a frame moved to a neighbour, or frames given as memoryviews of
     8-byte items, into arrays made by `prepare_decode` or not: whatever the fast path returns,
     the full path returns too, with equal arrays, time and sequence number, and the fast path's
-    arrays are read-only and aligned for their dtype."""
-    dims = P.Dims(nq, nq - 1 if floating and nq > 1 else nq, nu, nc, 3 if floating else 2)
+    arrays are read-only and aligned for their dtype. STATEs of either sensor set."""
+    dims = _dims(nq, nu, nc, floating, hardware)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    state = [rng.normal(size=dims.nq), rng.normal(size=dims.nv), rng.integers(0, 2, dims.nc).astype(np.uint8),
-             rng.normal(size=(dims.nc, dims.nf)), np.array([rng.integers(0, 4)], np.uint8)]
+    state = _random_state(dims, rng)
     k = int(rng.integers(1, 6))
     command = [rng.normal(size=(k, nu)) for _ in range(3)] + [rng.normal(size=nu) for _ in range(2)] + \
         [np.array([rng.integers(-1, 100)], np.int64), np.arange(k) * 0.01, rng.integers(0, 2**40, len(P.REPORT_FIELDS))]
