@@ -11,6 +11,7 @@ from .contact_methods import bench_contact_methods
 from .estimation import bench_estimator
 from .ess import bench_ess_hopper, bench_ess_order, bench_ess_plate, bench_sim_rtf
 from .host_latency import bench_host_latency
+from .incline import bench_incline
 from .live import bench_live_overhead
 from .mpc import bench_mpc_tick
 from .nmdp import bench_nmdp_stability
@@ -28,6 +29,7 @@ BENCHMARKS = {
     "ess-hopper": (bench_ess_hopper, "1-D hopper calibration: eps at MuJoCo's accuracy, time ours/MuJoCo"),
     "ess-plate": (bench_ess_plate, "plate on N springs: marginal cost per contact, ours vs MuJoCo (--full: paper's 120 starts, N=2..100)"),
     "host-latency": (bench_host_latency, "how late this machine wakes a 1 ms periodic sleeper on each CPU, nothing else running (--repeats N seconds, default 30; --full: under SCHED_FIFO 50): the floor under every realtime deadline"),
+    "incline": (bench_incline, "box3d on a tilted ground (mu 0.5; 10-45 deg) on ESS, NMDP and MuJoCo at their defaults, and the planar block on ESS: creep (mm/s) inside the friction cone, slide error (%) outside"),
     "live-overhead": (bench_live_overhead, "realtime hopper-pd runs without and with --live (a Foxglove client subscribed): STATE -> COMMAND p99 and their ratio"),
     "mpc-tick": (bench_mpc_tick, "MPC controller tick in-process (decode, feedback, encode, prepare): acados vs the Python around it (--full: quadruped too)"),
     "nmdp-stability": (bench_nmdp_stability, "quadruped trot 5 s at dt 1-50 ms: NMDP (pgm, zopgm) vs linearised MDP stability, consistency, cost vs MuJoCo (PNG under runs/bench/)"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robots import ccall
 from robots.ccall import call_flat
 
 PARAMS = ("T", "kp", "ki", "g", "smoothing", "accel_noise", "base_velocity_walk", "stance_foot_walk",
@@ -149,3 +150,7 @@ def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_
     # the base's acceleration as the leg-aided velocity gives it, low-passed: the attitude's next input
     for i in range(3):
         accel_world[i] += smoothing * ((x[3 + i] - x_prev_v[i]) / T - accel_world[i])
+
+
+# numba tracks this file only; ccall's intrinsic is inlined into the cached code above
+ccall.drop_stale_cache(_cross, "kernel.", [ccall.__file__])

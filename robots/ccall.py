@@ -4,8 +4,15 @@
 
 Passing addresses as plain int64 (e.g. in an array) keeps numba's dispatch on its fast path:
 ctypes function objects as arguments cost ~30 us per call to type-check, an int64 costs nothing.
+
+`drop_stale_cache(dispatcher, prefix, files)`: numba's disk cache checks only a function's own
+file, so a module whose cached functions inline code of other modules (this intrinsic, a shared
+kernel) calls it at import with those modules' files.
 """
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 from llvmlite import ir
 from numba import types
@@ -27,3 +34,27 @@ def call_flat(typingctx, address, in_ptr, out_ptr):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def drop_stale_cache(dispatcher, prefix: str, dependencies: list[str]) -> None:
+    """Delete numba's cached machine code of the module `dispatcher` lives in (files named
+    `prefix*` in its cache folder) when any file of `dependencies` changed since it was cached.
+
+    Numba checks only the source file of a cached function, not the modules whose functions it
+    inlines: an edit of the integrator kernel would otherwise leave stale plants in the cache.
+    A stamp file beside the cache holds the SHA-256 of the dependencies' sources."""
+    cache = getattr(dispatcher, "_cache", None)
+    folder = getattr(cache, "_cache_path", None)
+    if folder is None:
+        return
+    digest = hashlib.sha256(b"".join(Path(f).read_bytes() for f in dependencies)).hexdigest()
+    stamp = Path(folder) / f"{prefix}deps-sha256"
+    try:
+        if stamp.exists() and stamp.read_text() == digest:
+            return
+        for old in Path(folder).glob(f"{prefix}*.nb[ic]"):
+            old.unlink(missing_ok=True)
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:  # a read-only cache folder: numba then compiles in memory anyway
+        pass

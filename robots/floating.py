@@ -9,7 +9,9 @@ v = (base linear and angular velocity in the base frame, joint velocities). M(q)
 come from the symbolic recursive Newton-Euler algorithm of robots/spatial.py. Each foot is a
 sphere of `radius` centred on the URDF's foot frame; its contact point is the sphere's lowest
 point (the foot frame's position minus `radius` along world z), so the gap is the sphere's
-height above the ground. The MJCF (`to_mjcf`) carries the same spheres.
+height above the ground; friction acts on the sphere's material point there (`Contact.velocity`:
+the centre's velocity plus omega x (0, 0, -radius)), so a foot rolling over the ground does not
+slip. The MJCF (`to_mjcf`) carries the same spheres.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import casadi as ca
 import numpy as np
 
 from .model import Contact, RobotModel
-from .spatial import frame_kinematics, gravity_vector, inverse_dynamics, placements
+from .spatial import frame_motion, gravity_vector, inverse_dynamics, placements
 from .urdf import UrdfTree, to_mjcf
 
 
@@ -79,9 +81,13 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
     potential = sum(-b.mass * ca.dot(ca.DM(g_vec), R @ ca.DM(b.com) + p) for b, (R, p) in zip(bodies, world))
     contacts = []
     for fr in tree.feet:
-        pos, _ = frame_kinematics(bodies, fr, q, v)
+        pos, lin, ang = frame_motion(bodies, fr, q, v)
+        # the sphere's material point touching the ground, r below its centre: it moves at the
+        # centre's velocity plus omega x (0, 0, -r) (a rolling foot does not slip there)
+        touching = lin + ca.cross(ang, ca.DM([0.0, 0.0, -feet.radius]))
         contacts.append(Contact(name=fr.name, point=pos - ca.DM([0.0, 0.0, feet.radius]), mu=feet.mu,
-                                stiffness=feet.stiffness, damping=feet.damping, radius=feet.radius))
+                                stiffness=feet.stiffness, damping=feet.damping, radius=feet.radius,
+                                velocity=touching))
     B = np.vstack([np.zeros((6, nu)), np.eye(nu)])
     base = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
     # the model's own gap expressions, evaluated by CasADi (the model is not built yet)

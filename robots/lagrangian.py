@@ -47,6 +47,7 @@ def lagrangian_dynamics(
     bodies: list[BodyTerm],
     *,
     gravity: float,
+    gravity_x: float = 0.0,
     spring_potential: ca.SX | float = 0.0,
     damping: ca.SX | None = None,
 ) -> Dynamics:
@@ -56,6 +57,7 @@ def lagrangian_dynamics(
         q, v: SX column vectors of equal length.
         bodies: the bodies' CoM positions, pitch angles, masses and inertias.
         gravity: magnitude g of gravity along -z, m/s^2.
+        gravity_x: gravity's x component, m/s^2 (non-zero on a tilted gravity: an inclined ground).
         spring_potential: SX scalar, elastic energy of passive springs in q, J.
         damping: SX (nv), generalized damping force D(q) v of passive dampers (N or N m), or None.
     Returns:
@@ -75,7 +77,7 @@ def lagrangian_dynamics(
         M += body.mass * (Jc.T @ Jc) + body.inertia * (Jth.T @ Jth)
         # velocity-product accelerations dJ/dt v of the CoM and of the pitch rate
         coriolis += body.mass * (Jc.T @ ca.jtimes(Jc @ v, q, v)) + body.inertia * (Jth.T @ ca.jtimes(Jth @ v, q, v))
-        V_gravity += body.mass * gravity * body.com[1]
+        V_gravity += body.mass * (gravity * body.com[1] - gravity_x * body.com[0])
     T = 0.5 * ca.dot(v, M @ v)
     V_spring = ca.SX(spring_potential)
     passive = ca.densify(ca.gradient(V_spring, q))

@@ -42,6 +42,10 @@ class Contact:
         damping: normal damping for compliant plants, N s/m.
         radius: radius of the foot sphere drawn/exported to MJCF, metres (contact
             geometry itself is the point).
+        velocity: CasADi SX in (q, v), the world velocity (m/s) of the body's material point
+            at the contact (a sphere's lowest point moves at its centre's velocity plus
+            omega x (0, 0, -radius)), or None when that is the rate of `point` itself. The
+            slip velocity of friction (`RobotModel.slip_jacobian`).
     """
 
     name: str
@@ -51,11 +55,15 @@ class Contact:
     stiffness: float = 0.0
     damping: float = 0.0
     radius: float = 0.0
+    velocity: ca.SX | None = None
 
     def __post_init__(self) -> None:
         if self.point.shape not in ((2, 1), (3, 1)):
             raise ValueError(f"contact {self.name!r}: point must be a 2-vector (x, z) or a 3-vector (x, y, z), "
                              f"got shape {self.point.shape}")
+        if self.velocity is not None and self.velocity.shape != self.point.shape:
+            raise ValueError(f"contact {self.name!r}: velocity must have the point's shape {self.point.shape}, "
+                             f"got {self.velocity.shape}")
         for fname in ("mu", "stiffness", "damping", "radius"):
             value = getattr(self, fname)
             if not np.isfinite(value) or value < 0:
@@ -251,6 +259,18 @@ class RobotModel:
             return ca.SX(0, self.nv)
         rows = [c.point[k] for c in self.contacts for k in range(self.n_tangent)]
         return self._velocity_jacobian(ca.vertcat(*rows))
+
+    def slip_jacobian(self) -> ca.SX:
+        """SX (nc n_tangent x nv): per contact (in order) the rows of the world x (and y, 3D)
+        velocity of the body's material point at the contact (`Contact.velocity`), m/s per unit
+        v: the slip velocity friction acts on. Equal to `tangent_jacobian` for contacts whose
+        point is a material point (planar robots); for a sphere foot it leaves out rolling."""
+        if not self.contacts:
+            return ca.SX(0, self.nv)
+        rows = []
+        for c, jt in zip(self.contacts, ca.vertsplit(self.tangent_jacobian(), self.n_tangent)):
+            rows.append(jt if c.velocity is None else ca.jacobian(c.velocity[:self.n_tangent], self.v))
+        return ca.vertcat(*rows)
 
     def contact_bias_accelerations(self) -> tuple[ca.SX, ca.SX]:
         """SX (nc), (nc): the contact "bias accelerations" dJn/dt v and dJt/dt v, m/s^2.

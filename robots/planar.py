@@ -108,7 +108,8 @@ class PlanarTree:
     name: str
     bodies: tuple[Body, ...]
     point_contacts: tuple[PointContact, ...] = ()
-    gravity: float = 9.81
+    gravity: float = 9.81  # along -z, m/s^2
+    gravity_x: float = 0.0  # along x, m/s^2 (a tilted gravity stands for an inclined ground)
     world_geoms: tuple[str, ...] = ()
     params: dict = field(default_factory=dict)
     controller_defaults: dict = field(default_factory=dict)  # RobotModel.controller_defaults
@@ -156,7 +157,7 @@ def build_planar_robot(
         frames[body.name] = frame
         terms.append(BodyTerm(com=frame.to_world(body.com), angle=angle, mass=body.mass, inertia=body.inertia))
 
-    dyn = lagrangian_dynamics(q, v, terms, gravity=tree.gravity, spring_potential=spring_energy, damping=damping)
+    dyn = lagrangian_dynamics(q, v, terms, gravity=tree.gravity, gravity_x=tree.gravity_x, spring_potential=spring_energy, damping=damping)
     contacts = [
         Contact(
             name=pc.name,
@@ -260,7 +261,7 @@ def to_mjcf(tree: PlanarTree, *, timestep: float = 0.001) -> str:
     lines = [
         f'<mujoco model={quoteattr(tree.name)}>',
         '  <compiler angle="radian" inertiafromgeom="false" autolimits="true"/>',
-        f'  <option gravity="0 0 {_f(-tree.gravity)}" timestep="{_f(timestep)}" integrator="implicitfast"/>',
+        f'  <option gravity="{_f(tree.gravity_x)} 0 {_f(-tree.gravity)}" timestep="{_f(timestep)}" integrator="implicitfast"/>',
         '  <worldbody>',
         f'    <geom name="floor" type="plane" size="0 0 1" pos="0 0 {_f(ground)}" contype="0" conaffinity="1"'
         ' friction="0 0.005 0.0001"/>',

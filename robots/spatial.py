@@ -191,6 +191,13 @@ def placements(bodies: list[Body], q) -> list[tuple]:
 
 def frame_kinematics(bodies: list[Body], frame: Frame, q, v):
     """World position (3) of `frame` at q and its world linear velocity (3) for velocity v."""
+    pos, lin, _ = frame_motion(bodies, frame, q, v)
+    return pos, lin
+
+
+def frame_motion(bodies: list[Body], frame: Frame, q, v):
+    """World position (3, m) of `frame` at q, and its world linear (3, m/s) and angular (3, rad/s)
+    velocity for velocity v (the angular one is its body's)."""
     joints = _joint_motion(bodies, q, v)
     world = placements(bodies, q)
     vel = []
@@ -204,7 +211,7 @@ def frame_kinematics(bodies: list[Body], frame: Frame, q, v):
     Rb, pb = world[frame.body]
     r = ca.DM(np.array(frame.placement[1]))
     lin, ang = vel[frame.body]
-    return Rb @ r + pb, Rb @ (lin + ca.cross(ang, r))
+    return Rb @ r + pb, Rb @ (lin + ca.cross(ang, r)), Rb @ ang
 
 
 @dataclass(frozen=True)

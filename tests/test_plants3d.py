@@ -17,14 +17,14 @@ from robots.library.box3d import incline_gravity
 from sim.protocol import JointCommand
 from sim.registry import make_plant
 
-PLANTS_3D = {"ess": {"slip_speed": 1e-3}, "mujoco": {}, "nmdp": {}}  # ESS: a tight tanh law, so that sticking creeps < 1 mm/s
+PLANTS_3D = {"ess": {}, "mujoco": {}, "nmdp": {}}  # every plant at its defaults
 FAST_3D = ("ess", "mujoco")  # NMDP runs go1 at a fifth of real time: kept out of the many-example properties
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS_3D))
 @pytest.mark.parametrize("tilt, axis, mu", [(20.0, 30.0, 0.5), (35.0, 30.0, 0.5), (25.0, 75.0, 0.3), (14.0, 75.0, 0.3)])
 def test_box_on_a_tilted_incline_sticks_or_slides_down_the_steepest_descent(plant, tilt, axis, mu):
-    """tan(tilt) < mu: the box stays (< 2 mm/s). Otherwise it slides along the steepest descent
+    """tan(tilt) < mu: the box stays (< 2 mm/s; ESS and NMDP < 1 mm/s). Otherwise it slides along the steepest descent
     (the horizontal part of the tilted gravity) with acceleration g (sin - mu cos) within 5 %,
     its path within 0.03 rad of that direction (MuJoCo's soft contacts drift 0.011 rad; ESS's 1e-5)."""
     model = get_robot("box3d", tilt_deg=tilt, tilt_axis_deg=axis, mu=mu)
@@ -41,7 +41,7 @@ def test_box_on_a_tilted_incline_sticks_or_slides_down_the_steepest_descent(plan
     down /= np.linalg.norm(down)
     late = xs[50:] - xs[49]  # the last 0.5 s, after the contacts settled
     if math.tan(math.radians(tilt)) < mu:
-        assert np.linalg.norm(late[-1]) / 0.5 < 2e-3, late[-1]
+        assert np.linalg.norm(late[-1]) / 0.5 < (2e-3 if plant == "mujoco" else 1e-3), late[-1]
         return
     t = np.arange(1, 51) * 0.01
     accel = 2.0 * np.polyfit(t, late @ down, 2)[0]
@@ -50,6 +50,48 @@ def test_box_on_a_tilted_incline_sticks_or_slides_down_the_steepest_descent(plan
     across = np.cross(down, [0.0, 0.0, 1.0])
     path = xs[-1] - xs[0]
     assert abs(math.atan2(path @ across, path @ down)) < 0.03
+
+
+def _release_on_incline(model, plant_name: str, position, n: int = 100):
+    """Positions (n x 2 or 3, m) of `model` released at rest on `plant_name` at its defaults,
+    one per 10 ms step."""
+    p = make_plant(plant_name, model)
+    s = p.reset(model.q0)
+    xs = []
+    for _ in range(n):
+        s = p.step(JointCommand.zero(model.nu), 0.01)
+        assert not s.violation, s.violation
+        xs.append(position(s.q))
+    return np.array(xs)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(ratio=st.one_of(st.floats(0.2, 0.95), st.floats(1.05, 2.0)), mu=st.floats(0.2, 1.0),
+       mass=st.floats(0.2, 20.0), planar=st.booleans())
+def test_ess_friction_sticks_inside_the_cone_and_slides_at_coulombs_acceleration_outside(ratio, mu, mass, planar):
+    """Issue 42's stiction at ESS's default settings, over the cone (tan(tilt) = ratio mu), mu and
+    mass, on box3d or the planar block: inside the cone (ratio <= 0.95) the body creeps < 1 mm/s
+    (the law's v_s atanh(ratio) <= 0.37 mm/s); outside (ratio >= 1.05) it slides along the
+    steepest descent with acceleration g (sin a - mu cos a) within 1 %."""
+    tilt = math.degrees(math.atan(ratio * mu))
+    if planar:
+        model = get_robot("block", tilt_deg=tilt, mu=mu, m=mass, width=0.4, height=0.1)
+        down = np.array([-1.0, 0.0])
+        xs = _release_on_incline(model, "ess", lambda q: q[:2].copy())
+    else:
+        model = get_robot("box3d", tilt_deg=tilt, mu=mu, m=mass)
+        down = incline_gravity(9.81, tilt, 30.0)
+        down[2] = 0.0
+        down /= np.linalg.norm(down)
+        xs = _release_on_incline(model, "ess", lambda q: q[:3].copy())
+    late = xs[50:] - xs[49]
+    if ratio < 1.0:
+        assert np.linalg.norm(late[-1]) / 0.5 < 1e-3, late[-1]
+        return
+    t = np.arange(1, 51) * 0.01
+    accel = 2.0 * np.polyfit(t, late @ down, 2)[0]
+    a = math.radians(tilt)
+    assert accel == pytest.approx(9.81 * (math.sin(a) - mu * math.cos(a)), rel=0.01)
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS_3D))
@@ -88,9 +130,10 @@ def test_tumbling_box_in_flight_conserves_energy_and_angular_momentum(plant, rec
 
 
 def test_go1_dropped_on_ess_and_nmdp_rests_within_1cm_of_mujoco():
-    """Go1 dropped from 0.1 m under joint PD at its standing pose (stance feed-forward): after 2 s
+    """Go1 dropped from 0.1 m under joint PD at its standing pose (stance feed-forward): after 3 s
     both plants are at rest, their base heights within 1 cm, the feet above each plant's stated
-    penetration limit, the quaternion unit to 1e-9."""
+    penetration limit, the quaternion unit to 1e-9. (ESS's sticking feet hold the stance the
+    landing left, and the PD's kd 2 damps the legs slowly: |v| 1.4e-2 at 2 s, 1.6e-3 at 3 s.)"""
     from mpc.controllers import stance_feedforward
 
     model = get_robot("go1")
@@ -102,7 +145,7 @@ def test_go1_dropped_on_ess_and_nmdp_rests_within_1cm_of_mujoco():
         q0 = model.q0.copy()
         q0[2] += 0.1
         s = p.reset(q0)
-        for _ in range(200):
+        for _ in range(300):
             s = p.step(cmd, 0.01)
             assert not s.violation and abs(np.linalg.norm(s.q[3:7]) - 1.0) < 1e-9
             assert numeric(model).contact_gap(s.q).min() > -p.invariants.limit

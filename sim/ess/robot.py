@@ -16,12 +16,16 @@ Contact model (per contact i, gap phi_i, normal velocity vn_i = Jn_i v, tangenti
   crossed where it reaches zero (located exactly).
 - stance = touchdown crossed and liftoff not crossed (from the integrator's sign vector).
 
-Friction: Coulomb's law regularised by tanh(vt / v_s). It is smooth inside each contact mode,
-so it adds no events, and ESS's assumptions (vector field selected by the signs of event
-functions, liveness at each guard) hold. The cost: a "sticking" foot creeps at
-v_s * atanh(ft / (mu fn)), and the law is stiff: its slope mu fn / v_s acting on a light
-foot limits the explicit step. Default v_s = 0.1 m/s: measured on the standing quadruped,
-v_s = 0.01 needs ~6 steps per ms, v_s = 0.1 one step per ms (bench sim-rtf).
+Friction: Coulomb's law regularised by tanh(vt / v_s), vt the slip velocity of the body's
+material point at the contact (`RobotModel.slip_jacobian`: a rolling sphere foot does not
+slip). It is smooth inside each contact mode, so it adds no events, and ESS's assumptions
+(vector field selected by the signs of event functions, liveness at each guard) hold. A body
+inside its friction cone creeps at v_s atanh(ft / (mu fn)); the default v_s = 2e-4 m/s
+(`SLIP_SPEED`) keeps that under 0.4 mm/s up to 95 % of the cone (`bench incline`). The law is
+stiff (slope mu fn / v_s) and bends sharply at |vt| ~ v_s; the Rosenbrock-W methods take it
+implicitly, with W's friction terms the law's secant slope (`_friction_3d`) and W rebuilt when
+a contact starts or stops sticking (`_stick_flags`), so a tick of a standing robot stays one
+step. dopri5 is bound by it (pass a larger slip_speed to use dopri5 on robots).
 Where liveness can fail: a foot grazing the ground (vn -> 0 inside the band) or a force that
 reaches zero with zero rate. The plant then *locates* that guard's crossing exactly
 (on_violation="locate") instead of projecting, so it never stops; the count is in `stats`.
@@ -41,6 +45,7 @@ import casadi as ca
 import numpy as np
 from numba import njit
 
+from robots import ccall
 from robots.ccall import call_flat
 from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
@@ -102,7 +107,7 @@ def vector_field(model: RobotModel) -> ca.Function:
         raw = tau_ff[a] + kp[a] * (q_des[a] - q[int(jq)]) + kd[a] * (v_des[a] - v[int(j)])
         umax = model.u_max[a]
         tau = ca.vertcat(tau, ca.fmin(ca.fmax(raw, -umax), umax) if np.isfinite(umax) else raw)
-    phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.tangent_jacobian()
+    phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.slip_jacobian()
     vn, vt = Jn @ v, Jt @ v
     gen = (model.B @ tau if nu else 0) - model.bias
     force = ca.SX(nc, 1 + nt)
@@ -125,7 +130,7 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     Jacobians (events)."""
     q, v = model.q, model.v
     M, h = model.mass_matrix, model.bias
-    phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.tangent_jacobian()
+    phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.slip_jacobian()
     rhs = vector_field(model)
     point = rhs.sx_in()
     fns = [
@@ -324,6 +329,8 @@ def robot_wprep(t, x, sigma, p, ctx):
                     same = False
                     break
         if same:
+            same = not _stick_flags(x, sigma, p, bt, memo[o + n + m + 1:o + n + m + 1 + nc], False)
+        if same:
             same_x = True
             for i in range(n):
                 if x[i] != memo[o + i]:
@@ -344,6 +351,7 @@ def robot_wprep(t, x, sigma, p, ctx):
     memo[og + 2 * nu] = 0.0  # age
     memo[og + 2 * nu + 2] = 1.0  # the factor is stale
     call_flat(addr[C_TERMS], x.ctypes.data, bt.ctypes.data)
+    _stick_flags(x, sigma, p, bt, memo[o + n + m + 1:o + n + m + 1 + nc], True)
     Mx, Kx, Dx = W[0], W[1], W[2]
     for i in range(nv):
         for j in range(nv):
@@ -389,12 +397,12 @@ def robot_wprep(t, x, sigma, p, ctx):
                          -k_i * bt[o_phi + i] - b_i * vn, p[4], nv)
             continue
         # friction ft = -mu fn tanh(vt / v_s): K += -mu k th Jt^T Jn,
-        # D += Jt^T (mu fn sech^2 / v_s Jt - mu b th Jn)
+        # D += Jt^T (mu fn tanh(vt / v_s) / vt Jt - mu b th Jn), the secant slope (see _friction_3d)
         fn = -k_i * bt[o_phi + i] - b_i * vn
         th = np.tanh(vt / p[4])
         cq = -mu * k_i * th
         cn = -mu * b_i * th
-        ct = mu * fn * (1.0 - th * th) / p[4]
+        ct = mu * fn / p[4] if abs(vt) < 1e-4 * p[4] else mu * fn * th / vt  # the secant slope
         for r in range(nv):
             if jt[r] != 0.0:
                 qr, nr, tr = cq * jt[r], cn * jt[r], ct * jt[r]
@@ -404,37 +412,65 @@ def robot_wprep(t, x, sigma, p, ctx):
 
 
 @njit(cache=True, fastmath=FAST, _nrt=False)
+def _stick_flags(x, sigma, p, bt, flags, store):
+    """Which stance contacts stick (|vt| < STICK_BAND v_s, where the friction law's slope mu fn / v_s
+    acts) at x, with the tangent Jacobian W was built with (bt): store them in flags (store True),
+    or return whether any differs from flags. W is rebuilt when one does: a foot that starts or
+    stops slipping changes W's friction terms from ~0 to mu fn / v_s (or back), and a W reused
+    across that switch would cost many rejected steps."""
+    nq, nv, nc, nt = int(p[0]), int(p[1]), int(p[3]), int(p[7])
+    o_jt = nv * nv + nv + nc + nc * nv
+    band = STICK_BAND * p[4]
+    changed = False
+    for i in range(nc):
+        flag = 0.0
+        if sigma[i] > 0.0 and sigma[nc + i] < 0.0 and p[HEADER + 2 * nc + i] > 0.0:
+            vt2 = 0.0
+            for k in range(nt):
+                row = o_jt + (nt * i + k) * nv
+                vt = 0.0
+                for c in range(nv):
+                    vt += bt[row + c] * x[nq + c]
+                vt2 += vt * vt
+            flag = 1.0 if vt2 < band * band else 0.0
+        if store:
+            flags[i] = flag
+        elif flags[i] != flag:
+            changed = True
+    return changed
+
+
+@njit(cache=True, fastmath=FAST, _nrt=False)
 def _friction_3d(Kx, Dx, jn, jt, v, mu, k_i, b_i, fn, vs, nv):
     """W's terms of a 3D stance contact's friction ft = -mu fn phi(r) vt (`friction_force`,
     phi(r) = tanh(r) / (r vs), r = |vt| / vs; jt holds the two tangent rows, nv each):
-    K += -mu k phi Jt^T vt Jn, D += -mu b phi Jt^T vt Jn + mu fn Jt^T (phi I + c vt vt^T) Jt with
-    c = phi'(r) / (r vs^2), the exact derivative of phi vt in vt."""
+    K += -mu k phi Jt^T vt Jn, D += -mu b phi Jt^T vt Jn + mu fn phi Jt^T Jt.
+
+    D's friction block is the law's secant slope mu fn phi in every tangent direction: the
+    Jacobian's across vt and at vt = 0, larger than its slope along a sliding vt (mu fn sech^2 / vs,
+    ~0 past a few vs). With the secant a linearly implicit step cannot carry a slipping foot past
+    zero slip (in 1-D: v1 = (v0 + h F / m) / (1 + h c / m), never of the other sign than v0 and
+    h F), while with the tangent slope it jumps across the stick band (|vt| ~ vs, 0.2 mm/s by
+    default) in every step: measured on go1 dropped 0.1 m, 34 steps a 1 ms tick while its feet
+    landed, 2.8 with the secant. Any W keeps the method's order (`friction_w_terms`)."""
     vt0 = 0.0
     vt1 = 0.0
     for k in range(nv):
         vt0 += jt[k] * v[k]
         vt1 += jt[nv + k] * v[k]
     r = np.sqrt(vt0 * vt0 + vt1 * vt1) / vs
-    if r < 1e-4:
-        phi = (1.0 - r * r / 3.0) / vs
-        c = -2.0 / (3.0 * vs * vs * vs)
-    else:
-        th = np.tanh(r)
-        phi = th / (r * vs)
-        c = ((1.0 - th * th) * r - th) / (r * r * vs) / (r * vs * vs)
+    phi = (1.0 - r * r / 3.0) / vs if r < 1e-4 else np.tanh(r) / (r * vs)
     cq0, cq1 = -mu * k_i * phi * vt0, -mu * k_i * phi * vt1
     cn0, cn1 = -mu * b_i * phi * vt0, -mu * b_i * phi * vt1
-    s00 = mu * fn * (phi + c * vt0 * vt0)
-    s01 = mu * fn * c * vt0 * vt1
-    s11 = mu * fn * (phi + c * vt1 * vt1)
+    s00 = mu * fn * phi
     for r_ in range(nv):
         a0, a1 = jt[r_], jt[nv + r_]
         if a0 == 0.0 and a1 == 0.0:
             continue
         qr = cq0 * a0 + cq1 * a1
         nr = cn0 * a0 + cn1 * a1
-        t0 = s00 * a0 + s01 * a1
-        t1 = s01 * a0 + s11 * a1
+        t0 = s00 * a0
+        t1 = s00 * a1
         for col in range(nv):
             Kx[r_, col] += qr * jn[col]
             Dx[r_, col] += nr * jn[col] + t0 * jt[col] + t1 * jt[nv + col]
@@ -573,6 +609,8 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
 F_T, F_HSTEP, F_RTOL, F_ATOL, F_HMAX, F_LIVE, F_EPS = 0, 1, 3, 4, 5, 6, 8
 I_VIOL, I_MAXEV, I_METHOD, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 4, 5, 8
 BAD_COMMAND = -1  # the compiled step's status for a command that fails its check
+SLIP_SPEED = 2e-4  # default v_s, m/s: a foot inside its friction cone creeps < v_s atanh(ft / (mu fn)) (docs/ESS.md)
+STICK_BAND = 2.0  # a stance contact sticks (for W's reuse) while |vt| < STICK_BAND v_s (`_stick_flags`)
 G_KEEP = 0.02  # robot_wsolve keeps its factor while g is within 2 % of the factor's g
 W_REUSE = 8  # default EssPlant(w_reuse=...): steps W is kept within a contact mode (docs/ESS.md)
 # default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros21's error
@@ -597,7 +635,8 @@ def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: 
     n, m = nq + nv, 2 * nc
     rhs = lib["ess_rhs"]
     sizes = [rhs.n_in, rhs.n_out, lib["ess_terms"].n_out, lib["ess_contact"].n_out, lib["ess_dJnv"].n_out, nv,
-             4 * nv * nv, 1 + n + m + 1 + 2 * nu + 3]  # memo: fout valid; W's x, sigma, flag, gains, age, g, stale
+             4 * nv * nv, 1 + n + m + 1 + nc + 2 * nu + 3]  # memo: fout valid; W's x, sigma, flag, stick
+    # flags, gains, age, g, stale
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     o_p = offsets[-1]
     o_F = o_p + p.size
@@ -775,7 +814,8 @@ class EssPlant(LatchedViolation):
             Accuracy and speed of each: docs/ESS.md.
         rtol, atol: step error tolerances (default per method: DEFAULT_TOL); h_max: largest
             integration step, s.
-        slip_speed: v_s of the tanh friction law, m/s. liftoff: "force" or "gap".
+        slip_speed: v_s of the tanh friction law, m/s (default SLIP_SPEED, 2e-4: creep < 0.4 mm/s
+            up to 95 % of the friction cone). liftoff: "force" or "gap".
         w_reuse: ros21/ros23: how many further steps W (and its factor) is kept while the contact
             modes and the command's gains are unchanged (0: rebuilt at every new state; the
             accuracy and speed of each: docs/ESS.md).
@@ -789,7 +829,7 @@ class EssPlant(LatchedViolation):
     """
 
     def __init__(self, model: RobotModel, *, eps: float = 1e-4, rtol: float | None = None, atol: float | None = None,
-                 h_max: float = 0.005, method: str = "auto", slip_speed: float = 0.1, liftoff: str = "force",
+                 h_max: float = 0.005, method: str = "auto", slip_speed: float = SLIP_SPEED, liftoff: str = "force",
                  w_reuse: int = W_REUSE, on_violation: str = "locate", max_events: int = 10_000,
                  penetration_limit_m: float | None = None,
                  cache_dir: Path | str | None = None, verbose: bool = True):
@@ -1011,5 +1051,5 @@ class EssPlant(LatchedViolation):
         return dict(zip(K.STAT_NAMES, self._stats.tolist()))
 
 
-# numba tracks this file only; the kernel and static_call are inlined into the cached code above
-drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__])
+# numba tracks this file only; the kernel, static_call and ccall are inlined into the cached code above
+drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__])

@@ -20,6 +20,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robots import ccall
+
+from . import cfun as _cfun_module
 from .cfun import F_BIAS, F_BIASACC, F_GAP, F_JAC, F_MASS, F_POINTS, cfun
 
 
@@ -220,3 +223,7 @@ def kinetic_margin(addr, q, rows_c, rows_k, slide_mu, nv, nc):
     G0 = A @ np.linalg.solve(M, np.ascontiguousarray(A.T))
     G = A @ np.linalg.solve(M, np.ascontiguousarray(F.T))
     return np.linalg.det(G) / np.linalg.det(G0)
+
+
+# numba tracks this file only; cfun and ccall are inlined into the cached code above
+ccall.drop_stale_cache(model_terms, "kernels.", [_cfun_module.__file__, ccall.__file__])

@@ -28,9 +28,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from robots import ccall
 from robots.ccall import call_flat
 
 from .cabi import call_ptr3
+from . import cabi, linalg
 from .linalg import lu_factor, lu_solve
 
 # methods
@@ -568,3 +570,7 @@ def rollout(addr, bufs, q, v, dt, commands, cp, alpha, joints, umax, method, opt
         out_q[k, :] = q
         out_v[k, :] = v
     return OK, commands.shape[0]
+
+
+# numba tracks this file only; cabi, linalg and ccall are inlined into the cached code above
+ccall.drop_stale_cache(_eval_implicit, "kernel.", [cabi.__file__, linalg.__file__, ccall.__file__])
