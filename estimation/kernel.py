@@ -117,7 +117,9 @@ def tick(x, P, R, bg, accel_world, contact, gyro, accel, q_joint, v_joint, foot_
             row = 3 * nc + (3 * i + k) * nu
             for j in range(nu):
                 jv[k] += legs_out[row + j] * v_joint[j]
-        foot_vel = R @ (_cross(omega, c) + jv)
+        bottom = c.copy()  # the sphere's bottom point, which sticks (the foot rolls about it)
+        bottom[2] -= radius[i]
+        foot_vel = R @ (_cross(omega, bottom) + jv)
         stand = contact[i] > 0.5
         if stand:  # a standing foot whose velocity disagrees with the prediction by more than the gate slips
             dv = -foot_vel - xn[3:6]

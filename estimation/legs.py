@@ -1,10 +1,13 @@
 """Leg kinematics in the base frame, for the estimator: where each foot's sphere centre is and
-how fast it moves relative to the base, from the joint angles alone.
+how fast the sphere's bottom point moves relative to the base, from the joint angles alone.
 
 The robot's contact points (robots/floating.py: the foot sphere's lowest point, centre minus
 radius along world z) with the base at the origin, level, are the centres minus radius along
-the base's z; the centres and their Jacobian in the joint angles come from the symbolic model, as C that
-CasADi generates and robots/codegen.py compiles once (the estimator's kernel calls it).
+the base's z. A standing foot rolls about that bottom point (it is what sticks), so the
+velocity the estimator equates to the base's is the bottom point's: the centre's plus the foot
+body's rotation about it, `Contact.velocity`. The centres and the bottom points' velocity Jacobian
+in the joint velocities come from the symbolic model, as C that CasADi generates and
+robots/codegen.py compiles once (the estimator's kernel calls it).
 """
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ import numpy as np
 
 
 class LegKinematics:
-    """Foot sphere centres (nc, 3) in the base frame and their Jacobians (nc, 3, nu) in the joint
-    angles, for a floating-base RobotModel."""
+    """Foot sphere centres (nc, 3) in the base frame and the velocity Jacobians (nc, 3, nu) of the
+    spheres' bottom points in the joint velocities, for a floating-base RobotModel (base level)."""
 
     def __init__(self, model):
         if not model.floating_base:
@@ -27,14 +30,21 @@ class LegKinematics:
             raise ValueError(f"{model.name}: nq = {nq} is not 7 + nu = {7 + nu}")
         centres = [ca.substitute(c.point, model.q, q) + ca.DM([0, 0, c.radius]) for c in model.contacts]
         stacked = ca.vertcat(*centres)
+        # the velocity of each sphere's material point at its bottom (the point that sticks: a foot
+        # rolls about it, robots/floating.py) per unit joint velocity, the base level and still
+        rows = []
+        for c in model.contacts:
+            touching = c.velocity if c.velocity is not None else ca.jacobian(c.point, model.q) @ model.velocity_map @ model.v
+            rows.append(ca.substitute(ca.jacobian(touching, model.v)[:, 6:], model.q, q))
         self.nc, self.nu = model.nc, nu
         self.radius = np.array([c.radius for c in model.contacts])
         from robots.codegen import compile_functions
 
-        f = ca.Function("legs", [joints], [stacked, ca.jacobian(stacked, joints)], ["q_joint"], ["centres", "jacobian"])
+        f = ca.Function("legs", [joints], [stacked, ca.vertcat(*rows)], ["q_joint"], ["centres", "jacobian"])
         self.compiled = compile_functions([f], lib_name=f"{model.name}_legs", verbose=False)["legs"]
 
     def __call__(self, q_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(centres (nc, 3) m, Jacobians (nc, 3, nu)) at joint angles q_joint (rad)."""
+        """(centres (nc, 3) m, bottom points' velocity Jacobians (nc, 3, nu), m/s per rad/s) at joint
+        angles q_joint (rad)."""
         r, J = self.compiled(np.asarray(q_joint, float))
         return np.asarray(r).reshape(self.nc, 3), np.asarray(J).reshape(self.nc, 3, self.nu)

@@ -31,9 +31,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from robots.model import RobotModel
-from robots.urdf import model_state, mujoco_state
+from robots.urdf import mujoco_state
 from sim.invariants import Invariants, LatchedViolation
 from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset,
                           pack_command)
@@ -42,6 +43,51 @@ from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_po
 # sink about v x 7.5 ms before it holds (26 mm for the point mass dropped 1 m, 4.4 m/s): the
 # stated limit covers landings up to ~6 m/s.
 MUJOCO_PENETRATION_LIMIT_M = 0.05
+
+
+@njit(cache=True)
+def _elliptic_contacts(geom1, geom2, frames, efc_address, efc_force, floor, foot_of_geom, contact, force):
+    """Contact flags and forces (nc x dim: normal, x (, y), N, the floor's force on the foot, world
+    frame) of each foot from MuJoCo's contact list under elliptic cones, where a contact's force
+    in its own frame is its first efc rows (what mj_contactForce copies)."""
+    nc, dim = force.shape
+    for i in range(nc):
+        contact[i] = False
+        for k in range(dim):
+            force[i, k] = 0.0
+    for k in range(geom1.shape[0]):
+        if geom1[k] == floor:
+            i, sign = foot_of_geom[geom2[k]], 1.0
+        elif geom2[k] == floor:
+            i, sign = foot_of_geom[geom1[k]], -1.0  # make it the floor's force on the foot
+        else:
+            continue
+        adr = efc_address[k]
+        if i < 0 or adr < 0:  # not a foot, or a contact MuJoCo excluded from the constraints
+            continue
+        contact[i] = True
+        for axis, col in ((2, 0), (0, 1), (1, 2)):  # world z (normal), x, y
+            if col < dim:
+                w = 0.0
+                for r in range(3):  # frame rows: normal, tangent 1, tangent 2; geom1's force on geom2
+                    w += frames[k, 3 * r + axis] * efc_force[adr + r]
+                force[i, col] += sign * w
+
+
+@njit(cache=True)
+def _model_state(qpos, qvel, q, v):
+    """Our (q, v) from MuJoCo's free-joint (qpos, qvel): `robots.urdf.model_state` compiled."""
+    q[:] = qpos
+    v[:] = qvel
+    w, x, y, z = qpos[3], qpos[4], qpos[5], qpos[6]
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    q[3], q[4], q[5], q[6] = x, y, z, w
+    R = ((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+         (2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+         (2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
+    for r in range(3):  # R^T qvel[0:3]: the world-frame linear velocity in the base frame
+        v[r] = R[0][r] * qvel[0] + R[1][r] * qvel[1] + R[2][r] * qvel[2]
 
 
 class MujocoPlant(LatchedViolation):
@@ -81,6 +127,9 @@ class MujocoPlant(LatchedViolation):
             self._feet.append(gid)
         self._floor = floor
         self._foot_index = {gid: i for i, gid in enumerate(self._feet)}
+        self._foot_of_geom = np.full(self.mj.ngeom, -1, dtype=np.int64)
+        self._foot_of_geom[self._feet] = np.arange(len(self._feet))
+        self._elliptic = self.mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
         self.invariants = Invariants(model, penetration_limit_m)
         self._impedance_actuators()
         self._cmd = JointCommand.zero(model.nu).validated(model)
@@ -157,7 +206,11 @@ class MujocoPlant(LatchedViolation):
         d, nc, dim = self.data, self.model.nc, self.model.dim
         contact, force = np.zeros(nc, dtype=bool), np.zeros((nc, dim))
         f6 = np.zeros(6)
-        if d.ncon:  # the contact list's fields as arrays: one Python object per contact is slow
+        if d.ncon and self._elliptic:  # one compiled pass over MuJoCo's contact list (3D robots)
+            c = d.contact
+            _elliptic_contacts(c.geom1, c.geom2, c.frame, c.efc_address, d.efc_force, self._floor,
+                               self._foot_of_geom, contact, force)
+        elif d.ncon:  # the contact list's fields as arrays: one Python object per contact is slow
             geom1, geom2, frames = d.contact.geom1.tolist(), d.contact.geom2.tolist(), d.contact.frame
             foot = self._foot_index
             for k in range(d.ncon):
@@ -175,7 +228,8 @@ class MujocoPlant(LatchedViolation):
                 contact[i] = True
                 force[i] += (world[2], world[0], world[1])[:dim]
         if self.model.floating_base:  # MuJoCo's (w, x, y, z) and world-frame base velocity -> the model's
-            q, v = model_state(d.qpos, d.qvel)
+            q, v = np.empty(self.model.nq), np.empty(self.model.nv)
+            _model_state(d.qpos, d.qvel, q, v)
         else:
             q, v = d.qpos.copy(), d.qvel.copy()
         return PlantState(float(d.time), q, v, contact, force, self._tau.copy(), self.violation)

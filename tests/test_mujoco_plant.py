@@ -7,6 +7,7 @@ import pytest
 
 from robots import get_robot, numeric
 from sim.protocol import JointCommand, actuated_joints
+from sim.mujoco_plant import MujocoPlant
 from sim.registry import make_plant
 
 
@@ -48,3 +49,41 @@ def test_bad_input_is_refused():
         plant.reset(np.zeros(3))
     with pytest.raises(ValueError, match="plant_rate_hz"):
         make_plant("mujoco", model, plant_rate_hz=0.0)
+
+
+def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion():
+    """The plant's compiled reading of MuJoCo's contact list (elliptic cones: a contact's first
+    efc rows) and of its free joint equal mj_contactForce rotated to the world and
+    robots.urdf.model_state, on go1 landing with its feet sliding."""
+    import mujoco
+
+    from robots.urdf import model_state
+
+    model = get_robot("go1")
+    plant = MujocoPlant(model)
+    q0 = model.q0.copy()
+    q0[2] += 0.02
+    q0[3:7] = [0.02, -0.03, 0.1, 1.0] / np.linalg.norm([0.02, -0.03, 0.1, 1.0])
+    plant.reset(q0, np.r_[0.4, -0.3, -0.2, 0.5, 0.2, -0.4, np.zeros(model.nu)])
+    cmd = JointCommand(np.zeros(model.nu), model.q0[7:], np.zeros(model.nu), np.full(model.nu, 40.0),
+                       np.full(model.nu, 1.0))
+    checked = 0
+    for _ in range(60):
+        s = plant.step(cmd, 1e-3)
+        d = plant.data
+        want = np.zeros((model.nc, 3))
+        f6 = np.zeros(6)
+        for k in range(d.ncon):
+            g1, g2 = d.contact.geom1[k], d.contact.geom2[k]
+            if plant._floor not in (g1, g2):
+                continue
+            foot, sign = (g2, 1.0) if g1 == plant._floor else (g1, -1.0)
+            mujoco.mj_contactForce(plant.mj, d, k, f6)
+            world = sign * d.contact.frame[k].reshape(3, 3).T @ f6[:3]
+            want[plant._foot_index[foot]] += world[[2, 0, 1]]
+            checked += 1
+        np.testing.assert_allclose(s.force, want, rtol=1e-12, atol=1e-9)
+        q, v = model_state(d.qpos, d.qvel)
+        np.testing.assert_allclose(s.q, q, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(s.v, v, rtol=0, atol=1e-13)
+    assert checked > 60  # feet were in contact on most steps
