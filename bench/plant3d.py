@@ -13,7 +13,16 @@ each converting the command and the state and checking the invariants in Python;
 law is MuJoCo's actuators), "mujoco_bare" is MuJoCo alone on the
 same MJCF, the same PD law as MuJoCo actuators (gain kp on ctrl = q_des, affine bias -kp q -kd
 qdot, force clamped to u_max, the feed-forward in qfrc_applied) stepped by `mj_step` in a loop:
-the fair peer for a step's cost. `ratio_vs_mujoco` divides by the bare figure.
+the fair peer for a step's cost. `ratio_vs_mujoco` divides by the bare figure;
+`mujoco_plant_overhead` is our MuJoCo plant over bare MuJoCo per MuJoCo step at a 1 ms and at the
+runs' 10 ms control period (10 MuJoCo steps a call).
+
+Accuracy (`accuracy_vs_fine_step`): each plant against itself at a fine step (FINE: ESS at rtol
+1e-5 with 0.1 ms steps at most, NMDP at 0.1 ms, MuJoCo at 0.05 ms) over 1 s of an open-loop trot
+(`trot_commands`: feet lift, land and slide), max and RMS distance of the base (mm). NMDP at
+10 ms steps (`nmdp_10ms_steps`, its selling point): us per step, real-time factor and whether
+go1 stays up on the stand and on that trot (2 s each, sim.metrics.fall_time), and its accuracy
+at 10 ms against the same 0.1 ms reference.
 """
 from __future__ import annotations
 
@@ -82,6 +91,94 @@ class BareMujoco:
         return self.data.qpos  # [2] is the base height in both conventions
 
 
+def trot_commands(model, seconds: float, period: float) -> list:
+    """An open-loop trot for go1-like robots: the stand PD (kp 60, kd 2, stance feed-forward) with
+    each diagonal pair's thigh and calf references swinging +-0.25 and -+0.4 rad at 2 Hz, the
+    pairs in anti-phase; one JointCommand per period. Feet lift, land and slide: the accuracy
+    probe of `bench_plant3d`."""
+    from mpc.controllers import stance_feedforward
+    from sim.protocol import JointCommand
+
+    nu = model.nu
+    q_stand = model.q0[7:].copy()
+    tau = stance_feedforward(model, model.q0)
+    pair = np.array([0, 1, 1, 0])  # legs FR, FL, RR, RL (go1's order): FR-RL and FL-RR
+    commands = []
+    for k in range(int(round(seconds / period))):
+        phase = 2.0 * np.pi * 2.0 * k * period
+        q_des = q_stand.copy()
+        for leg in range(nu // 3):
+            lift = max(0.0, np.sin(phase + np.pi * pair[leg]))
+            q_des[3 * leg + 1] += 0.25 * lift
+            q_des[3 * leg + 2] -= 0.4 * lift
+        commands.append(JointCommand(tau, q_des, np.zeros(nu), np.full(nu, 60.0), np.full(nu, 2.0)))
+    return commands
+
+
+def _trajectory(plant, q0: np.ndarray, commands, period: float) -> tuple[np.ndarray, float]:
+    """(base positions (ticks, 3), wall seconds) of `commands` (one per period) from q0."""
+    plant.reset(q0)
+    out = []
+    t0 = time.perf_counter()
+    for c in commands:
+        s = plant.step(c, period)
+        if s.violation:
+            raise RuntimeError(f"plant violation: {s.violation}")
+        out.append(s.q[:3].copy())
+    return np.array(out), time.perf_counter() - t0
+
+
+# each plant's fine-step reference for the accuracy column (options of make_plant)
+FINE = {"ess": {"rtol": 1e-5, "atol": 1e-7, "plant_rate_hz": 1e4}, "nmdp": {"max_step": 1e-4},
+        "mujoco": {"plant_rate_hz": 2e4}}
+ACCURACY_S = 1.0  # s of the open-loop trot
+
+
+def accuracy_mm(name: str, model, q0: np.ndarray, period: float, max_step: float | None = None) -> dict:
+    """Max and RMS distance (mm) of the base from the plant's own fine-step reference (FINE) over
+    ACCURACY_S of `trot_commands` at a command period (s); NMDP with max_step (s) when given."""
+    from sim.registry import make_plant
+
+    commands = trot_commands(model, ACCURACY_S, period)
+    opts = {} if max_step is None else {"max_step": max_step}
+    ours, _ = _trajectory(make_plant(name, model, **opts), q0, commands, period)
+    fine, _ = _trajectory(make_plant(name, model, **FINE[name]), q0, commands, period)
+    err = np.linalg.norm(ours - fine, axis=1) * 1e3
+    return {"max_mm": round(float(err.max()), 3), "rms_mm": round(float(np.sqrt((err ** 2).mean())), 3)}
+
+
+def nmdp_at_10ms(model, q0: np.ndarray, reps: int) -> dict:
+    """NMDP with 10 ms steps (its selling point): us per step, real-time factor, and whether go1
+    stays up on the stand (2 s) and on the open-loop trot (2 s) (`sim.metrics.fall_time`)."""
+    from sim.metrics import body_heights, fall_time
+    from sim.registry import make_plant
+
+    period = 0.01
+    plant = make_plant("nmdp", model, max_step=period)
+    stand = [trot_commands(model, period, period)[0]] * 200  # the trot's first command: all four feet down
+    out = {}
+    for label, commands in (("stand", stand), ("trot", trot_commands(model, 2.0, period))):
+        walls, qs, violation = [], None, ""
+        for _ in range(reps):
+            plant.reset(q0)
+            q, t0 = [], time.perf_counter()
+            for c in commands:
+                s = plant.step(c, period)
+                if s.violation:
+                    violation = s.violation
+                    break
+                q.append(s.q.copy())
+            walls.append(time.perf_counter() - t0)
+            qs = np.array(q)
+        t = period * np.arange(1, len(qs) + 1)
+        fell = bool(violation) or fall_time(t, qs, list(model.q_names), float(model.q0[2]),
+                                            body_heights(model, qs)) is not None
+        per_step = statistics.median(walls) / len(commands)
+        out[label] = {"us_per_step": round(per_step * 1e6, 1), "rtf": round(period / per_step, 1),
+                      "fell": fell, "violation": violation or None}
+    return out
+
+
 def bench_plant3d(args) -> dict:
     """Per-step cost (us), real-time factor and resting height of each plant on go1 (module docstring)."""
     from mpc.controllers import stance_feedforward
@@ -109,21 +206,44 @@ def bench_plant3d(args) -> dict:
     reps = max(3, args.repeats or 5)
     walls: dict[str, list[float]] = {name: [] for name in plants}
     heights: dict[str, float] = {}
+    # our MuJoCo plant at the runs' 10 ms control period (10 MuJoCo steps a call) beside bare MuJoCo's
+    slow = {"mujoco": make_plant("mujoco", model), "mujoco_bare": BareMujoco(model, command)}
+    slow_walls: dict[str, list[float]] = {name: [] for name in slow}
     for r in range(reps):
         for name, plant in plants.items():
             wall, heights[name] = _run(plant, q0, command, steps)
             walls[name].append(wall)
+        for name, plant in slow.items():
+            plant.reset(q0)
+            t0 = time.perf_counter()
+            for _ in range(steps // 10):
+                if name == "mujoco":
+                    plant.step(command, 10 * DT)
+                else:
+                    for _ in range(10):
+                        plant.step(command, DT)
+            slow_walls[name].append(time.perf_counter() - t0)
         print(f"[plant3d] repeat {r + 1}/{reps}", file=sys.stderr, flush=True)
     for name in plants:
         per_step = statistics.median(walls[name]) / steps
         out[name] = {"us_per_step": round(per_step * 1e6, 2), "rtf": round(DT / per_step, 1),
                      "us_per_step_min": round(min(walls[name]) / steps * 1e6, 2)}
     mj = out["mujoco_bare"]["us_per_step"]
+    slow_us = {n: statistics.median(w) / steps * 1e6 for n, w in slow_walls.items()}
+    print("[plant3d] accuracy against each plant's fine-step reference", file=sys.stderr, flush=True)
+    accuracy = {name: accuracy_mm(name, model, model.q0, DT) for name in PLANTS if name in plants}
+    print("[plant3d] NMDP at 10 ms steps", file=sys.stderr, flush=True)
+    ten = nmdp_at_10ms(model, model.q0, 3)
+    accuracy["nmdp_10ms"] = accuracy_mm("nmdp", model, model.q0, 0.01, max_step=0.01)
     return {
         "robot": robot, "dt_ms": DT * 1e3, "sim_s_per_run": T_END, "repeats": reps, "plants": out,
         "ratio_vs_mujoco": {n: round(out[n]["us_per_step"] / mj, 3) for n in plants if not n.startswith("mujoco")},
         "ratio_vs_mujoco_plant": {n: round(out[n]["us_per_step"] / out["mujoco"]["us_per_step"], 3)
                                   for n in plants if not n.startswith("mujoco")},
+        "mujoco_plant_overhead": {"1ms_period": round(out["mujoco"]["us_per_step"] / mj, 3),
+                                  "10ms_period": round(slow_us["mujoco"] / slow_us["mujoco_bare"], 3)},
+        "accuracy_vs_fine_step": accuracy, "accuracy_workload": f"open-loop trot, {ACCURACY_S:g} s, base position",
+        "nmdp_10ms_steps": ten,
         "rest_height_m": {n: round(h, 4) for n, h in heights.items()},
         "load_avg_1min": round(os.getloadavg()[0], 2),
     }

@@ -291,7 +291,8 @@ class RobotModel:
 
         mass_matrix(q) -> M; bias(q, v) -> h; passive(q, v) -> tau_passive;
         contact_gap(q) -> phi; contact_jacobians(q) -> (Jn, Jt); contact_points(q) -> P (nc x 2);
-        energy(q, v) -> [T, V]; body_poses(q) -> (nb x 3);
+        energy(q, v) -> [T, V]; body_poses(q) -> (nb x 3); heights(q) -> the contact gaps (nc),
+        then (floating base) each body origin's height (nb), m: what the plants' invariants check;
         contact_bias_acc(q, v) -> (dJn/dt v, dJt/dt v); velocity_map(q) -> G (dq/dt = G v);
         integrate(q, v, dt) -> q (+) v dt.
         """
@@ -310,6 +311,8 @@ class RobotModel:
                 "energy", [q, v], [ca.vertcat(self.kinetic_energy, self.potential_energy)], ["q", "v"], ["TV"]
             ),
             "body_poses": ca.Function("body_poses", [q], [self.body_poses], ["q"], ["poses"]),
+            "heights": ca.Function("heights", [q], [ca.vertcat(
+                self.contact_gaps(), self.body_poses[:, 2] if self.floating_base else ca.SX(0, 1))], ["q"], ["h"]),
             "contact_bias_acc": ca.Function(
                 "contact_bias_acc", [q, v], list(self.contact_bias_accelerations()), ["q", "v"], ["an", "at"]
             ),

@@ -27,6 +27,7 @@ import sys
 import numpy as np
 from numba import njit
 
+from robots.ccall import call_flat
 from robots.model import RobotModel
 
 DEFAULT_PENETRATION_LIMIT_M = 0.02  # m: the option `penetration_limit_m` of every plant
@@ -42,19 +43,33 @@ def check_penetration_limit(owner: str, value) -> float:
     return float(value)
 
 
+OK, NON_FINITE, TOO_DEEP, QUATERNION, BODY_DEEP = 0, 1, 2, 3, 4  # `_first_failure`'s answers
+
+
 @njit(cache=True)
-def _all_hold(q, v, phi, lowest):
-    """True if q and v are finite and every gap phi >= lowest."""
+def _first_failure(q, v, heights_address, heights, nc, lowest, floating):
+    """Which invariant fails first at (q, v) (OK, NON_FINITE, TOO_DEEP, QUATERNION or BODY_DEEP),
+    with the generated `heights` function (contact gaps, then the bodies' heights) called by
+    address into `heights`, or the gaps already in heights[:nc] when heights_address is 0."""
     for x in q:
         if not np.isfinite(x):
-            return False
+            return NON_FINITE
     for x in v:
         if not np.isfinite(x):
-            return False
-    for x in phi:
-        if not x >= lowest:
-            return False
-    return True
+            return NON_FINITE
+    if heights_address != 0:
+        call_flat(heights_address, q.ctypes.data, heights.ctypes.data)
+    for i in range(nc):
+        if not heights[i] >= lowest:
+            return TOO_DEEP
+    if floating:
+        norm = math.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6])
+        if abs(norm - 1.0) > QUATERNION_TOL:
+            return QUATERNION
+        for i in range(nc, heights.shape[0]):
+            if heights[i] < -BODY_BELOW_GROUND_M:
+                return BODY_DEEP
+    return OK
 
 
 class Invariants:
@@ -75,6 +90,10 @@ class Invariants:
         self._poses_fn = numeric(model, verbose=False).raw["body_poses"] if model.floating_base else None
         self._poses_out = np.empty(self._poses_fn.n_out) if model.floating_base else None
         self._bodies = list(model.body_names)
+        fn = numeric(model, verbose=False).raw["heights"]
+        self._heights_address = fn.address
+        self._heights = np.zeros(fn.n_out)  # gaps, then (floating base) the bodies' heights
+        self._keep = fn  # owns the loaded library the address points into
         self.reported = ""  # the violation already printed (printed once per reset)
 
     def gaps(self, q: np.ndarray) -> np.ndarray:
@@ -84,19 +103,25 @@ class Invariants:
     def check(self, t: float, q: np.ndarray, v: np.ndarray, gaps: np.ndarray | None = None) -> str:
         """"" if every invariant holds at (t, q, v), else one line saying which failed first.
         gaps: the contacts' gaps at q if the plant has them at hand (else computed)."""
-        if gaps is not None:
-            phi = gaps
-        else:  # the gap function refuses a non-finite q; that case is reported below
-            phi = self.gaps(q) if np.isfinite(q).all() else np.zeros(0)
-        # one compiled pass (a few us per step matter to the ESS plant); the message only on failure
-        if _all_hold(q, v, phi, -self.limit):
-            return self.check_quaternion(t, q) if self._quaternions else ""
-        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        address = self._heights_address
+        if gaps is not None and not self._quaternions:  # the plant's own gaps are all the heights needed
+            self._heights[:self._nc] = gaps
+            address = 0
+        # one compiled pass (a few us per step matter to every plant); the message only on failure
+        failure = _first_failure(q, np.ascontiguousarray(v, dtype=np.float64), address, self._heights, self._nc,
+                                 -self.limit, self._quaternions)
+        if failure == OK:
+            return ""
+        if failure == NON_FINITE:
             bad = [n for n, x in zip(self.model.q_names, q) if not math.isfinite(x)]
             bad += [f"v[{n}]" for n, x in zip(self.model.q_names, v) if not math.isfinite(x)]
             return f"non-finite state ({', '.join(bad)}) at t={t:.6g} s"
-        i = int(np.argmin(phi))
-        return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
+        if failure == TOO_DEEP:
+            phi = self._heights[:self._nc]
+            i = int(np.argmin(phi))
+            return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
+        return self.check_quaternion(t, q)
 
     def check_quaternion(self, t: float, q: np.ndarray) -> str:
         """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL and no body

@@ -90,6 +90,19 @@ def _model_state(qpos, qvel, q, v):
         v[r] = R[0][r] * qvel[0] + R[1][r] * qvel[1] + R[2][r] * qvel[2]
 
 
+@njit(cache=True)
+def _load_command(packed, act, ctrl, biasprm):
+    """The impedance law's actuators for a packed command (tau_ff, q_des, v_des, kp, kd; 5 nu):
+    ctrl = tau_ff + kp q_des + kd v_des, bias -kp q - kd v (module docstring)."""
+    nu = act.shape[0]
+    for j in range(nu):
+        a = act[j]
+        kp, kd = packed[3 * nu + j], packed[4 * nu + j]
+        ctrl[a] = packed[j] + kp * packed[nu + j] + kd * packed[2 * nu + j]
+        biasprm[a, 1] = -kp
+        biasprm[a, 2] = -kd
+
+
 class MujocoPlant(LatchedViolation):
     """MuJoCo stepping a RobotModel's MJCF, planar or 3D (module docstring).
 
@@ -132,7 +145,6 @@ class MujocoPlant(LatchedViolation):
         self._elliptic = self.mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
         self.invariants = Invariants(model, penetration_limit_m)
         self._impedance_actuators()
-        self._cmd = JointCommand.zero(model.nu).validated(model)
         self._tau = np.zeros(model.nu)
         self._ready = False
 
@@ -178,16 +190,11 @@ class MujocoPlant(LatchedViolation):
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         dt = checked_dt(self.model, dt)
         packed = pack_command(command, self.model)  # fast path for well-formed commands; else ValueError
-        nu = self.model.nu
-        tau_ff, q_des, v_des, kp, kd = (packed[k * nu:(k + 1) * nu] for k in range(5))
-        self._cmd = JointCommand(tau_ff, q_des, v_des, kp, kd)
         if self.violation:
             return self._held_state()
         t_end = self.data.time + dt
         d, mj, act = self.data, self.mj, self._act
-        d.ctrl[act] = tau_ff + kp * q_des + kd * v_des
-        mj.actuator_biasprm[act, 1] = -kp
-        mj.actuator_biasprm[act, 2] = -kd
+        _load_command(packed, act, d.ctrl, mj.actuator_biasprm)
         n = int((dt + 1e-12) / self.h)  # whole MuJoCo steps, then what is left of dt
         if n:
             self._mj.mj_step(mj, d, n)

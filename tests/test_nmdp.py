@@ -50,7 +50,8 @@ def test_hpipm_qp_solves_a_projection():
 
 def test_generated_jacobians_match_finite_differences():
     model = get_robot("hopper")
-    fn = nmdp_library(model, verbose=False)["nmdp_implicit"]
+    lib = nmdp_library(model, verbose=False)
+    fn, fn_zo = lib["nmdp_implicit"], lib["nmdp_implicit_zo"]  # first order's K, zeroth order's Kzo
     nv, nu, nc = model.nv, model.nu, model.nc
     q = model.q0 + np.array([0.01, -0.003, 0.2, -0.3])  # foot 3 mm deep, leg bent
     v = np.array([0.3, -0.5, 1.0, -2.0])
@@ -63,13 +64,16 @@ def test_generated_jacobians_match_finite_differences():
     def residual(x, a=alpha):
         return fn(q, v, x, a, [dt], cmd, cp)[0]
 
-    R, K, Kzo, W, cap, _ = fn(q, v, v1, alpha, [dt], cmd, cp)
+    R, K, no_zo, W, cap, _ = fn(q, v, v1, alpha, [dt], cmd, cp)
+    R_zo, no_k, Kzo, W_zo, cap_zo, _ = fn_zo(q, v, v1, alpha, [dt], cmd, cp)
+    assert not np.any(no_zo) and not np.any(no_k)  # each function computes only its own Jacobian
+    np.testing.assert_array_equal(R, R_zo), np.testing.assert_array_equal(W, W_zo)
     K = K.reshape(nv, nv)
     fd = np.column_stack([(residual(v1 + h) - residual(v1 - h)) / 2e-7 for h in 1e-7 * np.eye(nv)])
     np.testing.assert_allclose(K, fd, rtol=1e-5, atol=1e-6)
     assert cap[0] > 0
     assert np.abs(K - Kzo.reshape(nv, nv)).max() > 1e-3  # the capacity's q-derivative matters here
-    _, K0, Kzo0, _, _, _ = fn(q, v, v1, np.zeros(2 * nc), [dt], cmd, cp)
+    K0, Kzo0 = fn(q, v, v1, np.zeros(2 * nc), [dt], cmd, cp)[1], fn_zo(q, v, v1, np.zeros(2 * nc), [dt], cmd, cp)[2]
     np.testing.assert_allclose(K0, Kzo0, atol=1e-12)  # ... and drops out when the contact is idle
 
 

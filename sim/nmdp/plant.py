@@ -165,7 +165,8 @@ class NmdpPlant:
         self.depth_scale = 1.5 * self.force_limit / self.stiffness
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
         self._qp = DenseQp(na, nc, cache_dir=cache_dir, verbose=verbose)
-        self._addr = np.array([self._lib["nmdp_implicit"].address, self._lib["nmdp_explicit"].address,
+        implicit = "nmdp_implicit_zo" if o.method == "zopgm" else "nmdp_implicit"
+        self._addr = np.array([self._lib[implicit].address, self._lib["nmdp_explicit"].address,
                                self._qp.solve_address, self._qp.handle, self._lib["nmdp_integrate"].address],
                               dtype=np.int64)
         self._joints = actuated_joints(model)

@@ -35,7 +35,8 @@ capacity with respect to q (zeroth-order PGM keeps J(q)'s own derivative, which 
 kinematics, not contact model).
 
 Generated functions (flat C, inputs concatenated, outputs row-major):
-- nmdp_implicit(q, v, v1, alpha, dt, cmd[5 nu], cp[3 nc]) -> R, K, Kzo, W(q1), cap(q1), theta (nc)
+- nmdp_implicit(q, v, v1, alpha, dt, cmd[5 nu], cp[3 nc]) -> R, K, 0, W(q1), cap(q1), theta (nc), and
+  nmdp_implicit_zo -> R, 0, Kzo, W(q1), cap(q1), theta (the zeroth-order method's)
 - nmdp_explicit(q, v, cp) -> M(q), h(q, v), W(q), cap(q), theta (nc)
 - nmdp_integrate(q, v1, dt) -> q1
 with cp = [F (nc), delta (nc), mu (nc)]. The explicit one serves the linearised MDP baseline
@@ -119,7 +120,7 @@ def joint_torque(model: RobotModel, q1: ca.SX, v1: ca.SX, cmd: ca.SX) -> ca.SX:
 
 
 def nmdp_functions(model: RobotModel) -> list[ca.Function]:
-    """The two CasADi Functions of the module docstring for `model`."""
+    """The CasADi Functions of the module docstring for `model`."""
     nv, nu, nc = model.nv, model.nu, model.nc
     q, v = model.q, model.v
     v1 = ca.SX.sym("v1", nv)
@@ -142,14 +143,20 @@ def nmdp_functions(model: RobotModel) -> list[ca.Function]:
     W1f, _ = vertex_matrix(model, q1, force, delta, mu, cap_override=frozen, theta=theta)
     Rf = M1 @ (v1 - v) + dt * (h1 - B @ tau1 - W1f @ alpha)
     Kzo = ca.substitute(ca.jacobian(Rf, v1), frozen, cap1)
-    implicit = ca.Function("nmdp_implicit", [q, v, v1, alpha, dt, cmd, cp], [R, K, Kzo, W1, cap1, theta],
-                           ["q", "v", "v1", "alpha", "dt", "cmd", "cp"], ["R", "K", "Kzo", "W", "cap", "theta"])
+    # one function per method, the same output layout: each computes only the Jacobian its method
+    # uses (the other slot is zeros); both Jacobians in one function cost 1.4x per Newton iteration
+    zeros = ca.SX.zeros(nv, nv)
+    names_in, names_out = ["q", "v", "v1", "alpha", "dt", "cmd", "cp"], ["R", "K", "Kzo", "W", "cap", "theta"]
+    implicit = ca.Function("nmdp_implicit", [q, v, v1, alpha, dt, cmd, cp], [R, K, zeros, W1, cap1, theta],
+                           names_in, names_out)
+    implicit_zo = ca.Function("nmdp_implicit_zo", [q, v, v1, alpha, dt, cmd, cp], [R, zeros, Kzo, W1, cap1, theta],
+                              names_in, names_out)
 
     W0, cap0 = vertex_matrix(model, q, force, delta, mu, theta=theta)
     explicit = ca.Function("nmdp_explicit", [q, v, cp], [model.mass_matrix, model.bias, W0, cap0, theta],
                            ["q", "v", "cp"], ["M", "h", "W", "cap", "theta"])
     step = ca.Function("nmdp_integrate", [q, v1, dt], [q1], ["q", "v1", "dt"], ["q1"])
-    return [implicit, explicit, step]
+    return [implicit, implicit_zo, explicit, step]
 
 
 def nmdp_library(model: RobotModel, cache_dir: Path | str | None = None, verbose: bool = True) -> CompiledLibrary:
