@@ -22,9 +22,9 @@ kg, go2 16.09 kg, anymal_c 52.13 kg):
 - safe_kp proportional to the largest joint torque of the stance (the stance feed-forward at
   q0: go1 5.23, go2 6.43, anymal_c 27.2 N m), so that the spring sags by go1's 0.13 rad under
   it: go2 50 (49), anymal_c 200 (208) N m/rad. Held by the spring alone from q0 (zero
-  feed-forward, 1 N m s/rad damping), 3 s: go2 0.287 -> 0.250 m on ESS and MuJoCo (go1 0.285 ->
-  0.249 m), anymal_c 0.570 -> 0.488 m on ESS (its feet creep outward under ESS's tanh friction
-  law; 0.468 m after 10 s) and 0.539 m on MuJoCo.
+  feed-forward, 1 N m s/rad damping), 3 s: go2 0.287 -> 0.258 m on ESS, 0.251 m on MuJoCo (go1
+  0.285 -> 0.256 and 0.250 m), anymal_c 0.570 -> 0.556 m on ESS (its feet stick; 0.555 m after
+  10 s) and 0.538 m on MuJoCo (whose feet creep outward: 0.506 m after 10 s).
 - go2: foot radius 0.022 m, the sphere of MuJoCo Menagerie's go2.xml (the URDF's foot is a
   convex mesh reaching 23 mm below the foot frame). Poses go1's: standing (0, 0.9, -1.8) per
   leg (also Menagerie's "home" keyframe), base 0.287 m; lying (0, 1.15, -2.7) (knee limit
