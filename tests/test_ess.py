@@ -235,14 +235,15 @@ def _pd_sine_rollout(name: str, seconds: float = 1.0, **options) -> np.ndarray:
     return plant.rollout(commands, period)
 
 
-# The integrator's accuracy is measured on a smooth friction law (slip speed 0.1 m/s): at the
-# default 2e-4 the feet switch between sticking and slipping, and a switch's time moves the
-# trajectory by more than the integration error (dopri5 at rtol 1e-7 is 2.5e-3 from itself at
-# 1e-9 there), so the reference itself is not converged; the default's own figures are below.
+# The references are dopri5 at rtol 1e-9 with event bands of 1e-6: at the default band (1e-4)
+# the reference's own projections across the bands move the quadruped by 1.4e-3 (a slow
+# crossing projected explicitly), more than the methods' errors. The table's runs use the smooth
+# friction law (slip speed 0.1 m/s) it was measured with; the default law's are the next test's.
 SMOOTH = {"slip_speed": 0.1}
+REFERENCE = {"method": "dopri5", "rtol": 1e-9, "atol": 1e-11, "eps": 1e-6}
 # max and RMS of |q - q_ref| over 1 s (m, rad) against dopri5 at rtol 1e-9, measured (docs/ESS.md):
-# ROS23 at its defaults (the plant's default): hopper 3.7e-5 / 1.1e-6, quadruped 1.8e-4 / 1.6e-5;
-# ROS21 at its defaults: hopper 3.7e-5 / 1.2e-6, quadruped 2.2e-4 / 1.8e-5 (through impacts it is
+# ROS23 at its defaults (the plant's default): hopper 3.7e-5 / 1.1e-6, quadruped 1.9e-4 / 1.6e-5;
+# ROS21 at its defaults: hopper 3.7e-5 / 1.2e-6, quadruped 2.2e-4 / 1.9e-5 (through impacts it is
 # the less accurate: docs/ESS.md)
 BOUNDS = {("ros21", "hopper"): (1e-4, 5e-6), ("ros21", "quadruped"): (6e-4, 1e-4),
           ("ros23", "hopper"): (1e-4, 5e-6), ("ros23", "quadruped"): (3e-3, 4e-4)}
@@ -250,7 +251,7 @@ BOUNDS = {("ros21", "hopper"): (1e-4, 5e-6), ("ros21", "quadruped"): (6e-4, 1e-4
 
 @pytest.mark.parametrize("name", ["hopper", "quadruped"])
 def test_rosenbrock_defaults_track_the_dopri5_reference(name):
-    ref = _pd_sine_rollout(name, method="dopri5", rtol=1e-9, atol=1e-11, **SMOOTH)
+    ref = _pd_sine_rollout(name, **REFERENCE, **SMOOTH)
     nq = get_robot(name).nq
     for method in ("ros23", "ros21"):  # ros23: the plant's default (rtol 1e-2, atol 1e-4)
         x = _pd_sine_rollout(name, **SMOOTH, **({} if method == "ros23" else {"method": method}))
@@ -259,18 +260,18 @@ def test_rosenbrock_defaults_track_the_dopri5_reference(name):
         assert err.max() < bound_max and np.sqrt((err ** 2).mean()) < bound_rms, (method, err.max(),
                                                                                   np.sqrt((err ** 2).mean()))
     # the previous scheme is still there, as accurate as before
-    old = _pd_sine_rollout(name, method="dopri5", **SMOOTH)
+    old = _pd_sine_rollout(name, method="dopri5", eps=1e-6, **SMOOTH)
     assert np.abs(old[:, :nq] - ref[:, :nq]).max() < 3e-4
 
 
-def test_default_slip_speed_tracks_the_reference_as_closely_as_its_stick_slip_switches_allow():
+def test_default_slip_speed_tracks_the_reference_within_its_stated_error():
     """At the default slip speed (2e-4 m/s) the planar quadruped's feet stick and slip in turn:
-    measured max / RMS of |q - q_ref| over 1 s against dopri5 at rtol 1e-9, ros23 (the default)
-    1.2e-2 / 2.3e-3, ros23 at rtol 1e-3 2.5e-3 / 6.5e-4, dopri5 at rtol 1e-7 2.5e-3 / 1.1e-4
-    (the reference's own spread). The hopper's foot sticks throughout: 3.7e-5 / 3.4e-6."""
+    measured max / RMS of |q - q_ref| over 1 s against the reference (which agrees with dopri5 at
+    rtol 1e-7 to 7.1e-6), ros23 at its defaults 1.1e-2 / 1.8e-3 (at rtol 1e-3: 2.4e-3 / 5.1e-4).
+    The hopper's foot sticks throughout: 3.7e-5 / 3.4e-6."""
     for name, (bound_max, bound_rms) in (("hopper", (1e-4, 1e-5)), ("quadruped", (2.5e-2, 4e-3))):
         nq = get_robot(name).nq
-        ref = _pd_sine_rollout(name, method="dopri5", rtol=1e-9, atol=1e-11)
+        ref = _pd_sine_rollout(name, **REFERENCE)
         err = np.abs(_pd_sine_rollout(name)[:, :nq] - ref[:, :nq])
         assert err.max() < bound_max and np.sqrt((err ** 2).mean()) < bound_rms, (name, err.max(),
                                                                                   np.sqrt((err ** 2).mean()))
@@ -280,7 +281,7 @@ def test_default_tracks_the_dopri5_reference_through_impacts():
     """The quadruped dropped 5 cm while moving (0.5 m/s forward and down), PD around q0 with 3 Hz
     references: touchdowns at speed. Measured max |q - q_ref| over 1 s with the smooth friction
     law (slip speed 0.1): ros23 (the default) 1.8e-3, ros21 at its defaults 2.5e-3 (docs/ESS.md);
-    at the default slip speed (feet sliding into stiction): ros23 2.0e-2, dopri5 at rtol 1e-4 9.1e-3."""
+    at the default slip speed (feet sliding into stiction): ros23 1.3e-2."""
     model = get_robot("quadruped")
     nu = model.nu
 
@@ -293,8 +294,8 @@ def test_default_tracks_the_dopri5_reference_through_impacts():
                                  np.zeros(nu), np.full(nu, 60.0), np.full(nu, 1.5)) for k in range(1000)]
         return plant.rollout(commands, 1e-3), plant.stats
 
-    for options, bound in ((SMOOTH, 3e-3), ({}, 4e-2)):
-        ref, _ = drop(method="dopri5", rtol=1e-9, atol=1e-11, **options)
+    for options, bound in ((SMOOTH, 3e-3), ({}, 3e-2)):
+        ref, _ = drop(**REFERENCE, **options)
         x, stats = drop(**options)
         assert stats["projections"] >= 8  # every foot touched down (and more)
         assert np.abs(x[:, :model.nq] - ref[:, :model.nq]).max() < bound, options

@@ -452,7 +452,8 @@ def _friction_3d(Kx, Dx, jn, jt, v, mu, k_i, b_i, fn, vs, nv):
     zero slip (in 1-D: v1 = (v0 + h F / m) / (1 + h c / m), never of the other sign than v0 and
     h F), while with the tangent slope it jumps across the stick band (|vt| ~ vs, 0.2 mm/s by
     default) in every step: measured on go1 dropped 0.1 m, 34 steps a 1 ms tick while its feet
-    landed, 2.8 with the secant. Any W keeps the method's order (`friction_w_terms`)."""
+    landed, 2.8 with the secant. Any W keeps the method's order (tests/test_ess.py,
+    `test_friction_w_terms_match_finite_differences`)."""
     vt0 = 0.0
     vt1 = 0.0
     for k in range(nv):

@@ -49,6 +49,9 @@ STATUS_TEXT = {
     NONFINITE: "non-finite state",
 }
 
+# addr: [implicit, explicit, HPIPM's solve, -, integrate, then the QP workspaces for 1..nc acting contacts]
+QP_HANDLES = 5
+
 # option vector indices
 O_NEWTON_RTOL, O_MAX_NEWTON, O_PGM_RTOL, O_MAX_ITER, O_ARMIJO, O_MAX_LS, O_MIN_FRACTION, O_ADAPTIVE, O_QP_REG = range(9)
 N_OPTS = 9
@@ -166,6 +169,12 @@ def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
     change); `reg` (relative) is added to the diagonal. Writes the solution, made exactly feasible,
     into qp_out[:na]; returns HPIPM's status, or -1 when the metric is zero (no active contact).
     The feasible set: 0 <= a <= 1 and, per contact, the sum of its E = na / nc weights <= 1.
+
+    Only the contacts that can act enter the QP: a contact whose capacity is zero (a foot in the
+    air) has zero vertices, so its rows of Hq and gq are zero and its weights stay at ref (the
+    regularisation's minimum, feasible), decoupled from the rest. The QP of k acting contacts is
+    HPIPM's workspace addr[QP_HANDLES + k - 1] (E k weights, k constraints): a trotting robot's
+    QP has half the weights, and a dense interior-point iteration costs their cube.
     """
     na = alpha_ref.shape[0]
     E = na // nc
@@ -178,29 +187,50 @@ def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
             qp_out[j] = alpha_ref[j]
         return -1
     inv = 1.0 / hs
+    act = np.empty(nc, dtype=np.int64)  # the acting contacts, in order
+    k = 0
+    for r in range(nc):
+        on = False
+        for j in range(E * r, E * (r + 1)):
+            if Hq[j, j] != 0.0:
+                on = True
+        if on:
+            act[k] = r
+            k += 1
+    n = E * k
+    col = np.empty(n, dtype=np.int64)  # the reduced QP's weights: their indices in alpha
+    for a in range(k):
+        for e in range(E):
+            col[E * a + e] = E * act[a] + e
     o = 0
-    for i in range(na):
-        for j in range(na):
-            qp_in[o + i * na + j] = Hq[i, j] * inv + (reg if i == j else 0.0)
-    o = na * na
-    for i in range(na):
-        s = gq[i] * inv
-        for j in range(na):
-            s -= (Hq[i, j] * inv + (reg if i == j else 0.0)) * alpha_ref[j]
+    for i in range(n):
+        for j in range(n):
+            qp_in[o + i * n + j] = Hq[col[i], col[j]] * inv + (reg if i == j else 0.0)
+    o = n * n
+    for i in range(n):
+        s = gq[col[i]] * inv
+        for j in range(n):
+            s -= (Hq[col[i], col[j]] * inv + (reg if i == j else 0.0)) * alpha_ref[col[j]]
         qp_in[o + i] = s
-    o += na
-    for i in range(na):
+    o += n
+    for i in range(n):
         qp_in[o + i] = 0.0
-        qp_in[o + na + i] = 1.0
-    o += 2 * na
-    for r in range(nc):
-        for j in range(na):
-            qp_in[o + r * na + j] = 1.0 if E * r <= j < E * (r + 1) else 0.0
-    o += nc * na
-    for r in range(nc):
+        qp_in[o + n + i] = 1.0
+    o += 2 * n
+    for r in range(k):
+        for j in range(n):
+            qp_in[o + r * n + j] = 1.0 if E * r <= j < E * (r + 1) else 0.0
+    o += k * n
+    for r in range(k):
         qp_in[o + r] = -1.0
-        qp_in[o + nc + r] = 1.0
-    status = call_ptr3(addr[2], addr[3], qp_in.ctypes.data, qp_out.ctypes.data)
+        qp_in[o + k + r] = 1.0
+    # the solution lands in qp_out[na:na + n + 2] (x, IPM iterations, status), then moves to its
+    # weights' places; the idle contacts' weights are ref
+    status = call_ptr3(addr[2], addr[QP_HANDLES + k - 1], qp_in.ctypes.data, qp_out[na:].ctypes.data)
+    for j in range(na):
+        qp_out[j] = alpha_ref[j]
+    for i in range(n):
+        qp_out[col[i]] = qp_out[na + i]
     for r in range(nc):  # interior-point solutions sit inside up to the tolerance: make them exact
         s = 0.0
         for j in range(E * r, E * (r + 1)):

@@ -164,11 +164,13 @@ class NmdpPlant:
                                      positive=True)
         self.depth_scale = 1.5 * self.force_limit / self.stiffness
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
-        self._qp = DenseQp(na, nc, cache_dir=cache_dir, verbose=verbose)
+        # one HPIPM workspace per number of contacts that can act (sim.nmdp.kernel._solve_qp)
+        self._qps = [DenseQp(na // nc * k, k, cache_dir=cache_dir, verbose=verbose) for k in range(1, nc + 1)]
+        self._qp = self._qps[-1]
         implicit = "nmdp_implicit_zo" if o.method == "zopgm" else "nmdp_implicit"
         self._addr = np.array([self._lib[implicit].address, self._lib["nmdp_explicit"].address,
-                               self._qp.solve_address, self._qp.handle, self._lib["nmdp_integrate"].address],
-                              dtype=np.int64)
+                               self._qp.solve_address, 0, self._lib["nmdp_integrate"].address]
+                              + [qp.handle for qp in self._qps], dtype=np.int64)
         self._joints = actuated_joints(model)
         self._umax = np.where(np.isfinite(model.u_max), model.u_max, 1e300).astype(float)
         self._opts = np.zeros(K.N_OPTS)
@@ -186,7 +188,7 @@ class NmdpPlant:
             np.zeros(imp.n_in), np.zeros(imp.n_out), np.zeros(exp.n_in), np.zeros(exp.n_out),
             np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv, dtype=np.int64), np.zeros(nv),
             np.zeros((nv, na)), np.zeros((nv, na)), np.zeros((na, na)), np.zeros(na),
-            np.zeros(self._qp.n_in), np.zeros(self._qp.n_out), np.zeros(na), np.zeros(nv), np.zeros(nv),
+            np.zeros(self._qp.n_in), np.zeros(na + self._qp.n_out), np.zeros(na), np.zeros(nv), np.zeros(nv),
         )
         self._cmd = np.zeros(5 * nu)
         self._st = np.zeros(K.N_STATS)
