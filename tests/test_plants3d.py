@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from scipy.spatial.transform import Rotation
 
 from robots import get_robot, numeric
@@ -68,6 +68,10 @@ def _release_on_incline(model, plant_name: str, position, n: int = 100):
 @settings(max_examples=8, deadline=None, derandomize=True)
 @given(ratio=st.one_of(st.floats(0.2, 0.95), st.floats(1.05, 2.0)), mu=st.floats(0.2, 1.0),
        mass=st.floats(0.2, 20.0), planar=st.booleans())
+@example(ratio=0.95, mu=0.5, mass=1.0, planar=False)  # the cone's edges, both sides, both robots
+@example(ratio=1.05, mu=0.5, mass=1.0, planar=True)
+@example(ratio=0.95, mu=1.0, mass=20.0, planar=True)
+@example(ratio=1.05, mu=0.2, mass=0.2, planar=False)
 def test_ess_friction_sticks_inside_the_cone_and_slides_at_coulombs_acceleration_outside(ratio, mu, mass, planar):
     """Issue 42's stiction at ESS's default settings, over the cone (tan(tilt) = ratio mu), mu and
     mass, on box3d or the planar block: inside the cone (ratio <= 0.95) the body creeps < 1 mm/s
