@@ -34,7 +34,7 @@ BENCHMARKS = {
     "mpc-tick": (bench_mpc_tick, "MPC controller tick in-process (decode, feedback, encode, prepare): acados vs the Python around it (--full: quadruped too)"),
     "nmdp-stability": (bench_nmdp_stability, "quadruped trot 5 s at dt 1-50 ms: NMDP (pgm, zopgm) vs linearised MDP stability, consistency, cost vs MuJoCo (PNG under runs/bench/)"),
     "plant-fuzz": (bench_plant_fuzz, "random drops, gains and commands on every plant (ESS, NMDP, hybrid, MuJoCo): fall-throughs, escaped exceptions, resting penetration (--repeats N examples per plant, default 300; --full 10,000)"),
-    "plant3d": (bench_plant3d, "go1 at a 1 ms period: per-step cost, real-time factor and resting height of ESS and NMDP against MuJoCo in one run"),
+    "plant3d": (bench_plant3d, "go1 at a 1 ms period: per-step cost, real-time factor and resting height of ESS, NMDP and our MuJoCo plant against bare MuJoCo in one run; accuracy against each plant's fine-step reference on an open-loop trot; NMDP at 10 ms steps"),
     "sweep-throughput": (bench_sweep_throughput, "one sweep of 5 s hopper episodes (--repeats N, default 40) on 1 then 2 local Ray workers: episodes/s, speed-up, Ray's overhead per episode"),
     "sweep-robustness": (bench_sweep_robustness, "success rate vs push x and z, mass error, latency, 20 seeds a point: the hopper (--full: the planar quadruped too; --repeats K seeds; for a quiet machine)"),
     "sim-rtf": (bench_sim_rtf, "real-time factor of the ESS plant (hopper, quadruped) at a 1 ms command period"),
