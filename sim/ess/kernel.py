@@ -65,7 +65,8 @@ STATUS_TEXT = {
 }
 # stats slots
 # located: band entries and zero crossings found on the dense output; exact_crossings: guards
-# crossed by exact location instead of projection (liveness fallback or grazing contact)
+# crossed by exact location instead of projection (liveness fallback or grazing contact);
+# slow_crossings: guards parked because their projection was longer than the proposed step
 S_STEPS, S_REJECTS, S_PROJECTIONS, S_FEVALS, S_LOCATED, S_EXACT, S_SLOW_PARKED = 0, 1, 2, 3, 4, 5, 6
 N_STATS = 7
 STAT_NAMES = ("steps", "rejects", "projections", "f_evals", "located", "exact_crossings", "slow_crossings")
