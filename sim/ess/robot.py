@@ -417,7 +417,8 @@ def _stick_flags(x, sigma, p, bt, flags, store):
     acts) at x, with the tangent Jacobian W was built with (bt): store them in flags (store True),
     or return whether any differs from flags. W is rebuilt when one does: a foot that starts or
     stops slipping changes W's friction terms from ~0 to mu fn / v_s (or back), and a W reused
-    across that switch would cost many rejected steps."""
+    across that switch costs steps (go1 dropped 0.1 m: 2.6 steps a tick while landing with these
+    rebuilds, 5.5 without)."""
     nq, nv, nc, nt = int(p[0]), int(p[1]), int(p[3]), int(p[7])
     o_jt = nv * nv + nv + nc + nc * nv
     band = STICK_BAND * p[4]
