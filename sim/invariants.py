@@ -83,22 +83,15 @@ class Invariants:
 
         self.model = model
         self.limit = check_penetration_limit(f"{model.name} plant", penetration_limit_m)
-        self._gap_fn = numeric(model, verbose=False).raw["contact_gap"]
         self._names = [c.name for c in model.contacts]
         self._nc = model.nc
         self._quaternions = model.floating_base
-        self._poses_fn = numeric(model, verbose=False).raw["body_poses"] if model.floating_base else None
-        self._poses_out = np.empty(self._poses_fn.n_out) if model.floating_base else None
         self._bodies = list(model.body_names)
         fn = numeric(model, verbose=False).raw["heights"]
         self._heights_address = fn.address
         self._heights = np.zeros(fn.n_out)  # gaps, then (floating base) the bodies' heights
         self._keep = fn  # owns the loaded library the address points into
         self.reported = ""  # the violation already printed (printed once per reset)
-
-    def gaps(self, q: np.ndarray) -> np.ndarray:
-        """The contacts' gaps phi(q), m (q: the plant's own nq floats; unvalidated call, ~2 us)."""
-        return np.atleast_1d(self._gap_fn(np.ascontiguousarray(q, dtype=np.float64)))
 
     def check(self, t: float, q: np.ndarray, v: np.ndarray, gaps: np.ndarray | None = None) -> str:
         """"" if every invariant holds at (t, q, v), else one line saying which failed first.
@@ -121,21 +114,13 @@ class Invariants:
             phi = self._heights[:self._nc]
             i = int(np.argmin(phi))
             return f"contact {self._names[i]} gap {phi[i]:.3f} m below -{self.limit:.3f} m limit at t={t:.6g} s"
-        return self.check_quaternion(t, q)
-
-    def check_quaternion(self, t: float, q: np.ndarray) -> str:
-        """"" if the floating base's quaternion q[3:7] has norm 1 within QUATERNION_TOL and no body
-        origin is below -BODY_BELOW_GROUND_M, else why not."""
-        norm = math.sqrt(float(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]))
-        if abs(norm - 1.0) > QUATERNION_TOL:
+        if failure == QUATERNION:
+            norm = math.sqrt(float(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]))
             return f"base quaternion norm {norm:.12g} is not 1 (tolerance {QUATERNION_TOL:g}) at t={t:.6g} s"
-        poses = self._poses_fn.call_flat(np.ascontiguousarray(q, dtype=np.float64), self._poses_out)
-        z = poses.reshape(len(self._bodies), -1)[:, 2]  # each body's row: origin x, y, z, then its rotation
+        z = self._heights[self._nc:]  # BODY_DEEP: the bodies' heights, as _first_failure left them
         i = int(np.argmin(z))
-        if z[i] < -BODY_BELOW_GROUND_M:
-            return (f"body {self._bodies[i]} {z[i]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "
-                    f"at t={t:.6g} s")
-        return ""
+        return (f"body {self._bodies[i]} {z[i]:.3f} m below the ground (limit -{BODY_BELOW_GROUND_M:.3f} m) "
+                f"at t={t:.6g} s")
 
     def report(self, violation: str) -> None:
         """Print `violation` to stderr once (until `reset_report`)."""

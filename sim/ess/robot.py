@@ -939,7 +939,7 @@ class EssPlant(LatchedViolation):
         self._ready = True
         self._clear_violation()
         state = self.state()
-        return self._checked(state, self.invariants.gaps(state.q))
+        return self._checked(state)
 
     def set_command(self, command: JointCommand) -> None:
         """Hold `command` (validated against the model) until the next call."""
