@@ -14,7 +14,6 @@ and MuJoCo (tests/test_spatial.py).
 from __future__ import annotations
 
 import importlib.metadata
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,16 +235,6 @@ def mujoco_state(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     qpos[3:7] = (w, x, y, z)
     qvel[0:3] = rotation_matrix(q[3:7]) @ v[0:3]
     return qpos, qvel
-
-
-def model_state(qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Our (q, v) for MuJoCo's (qpos, qvel), the inverse of `mujoco_state` (the quaternion made
-    unit: MuJoCo keeps it so to ~1e-16)."""
-    q, v = np.array(qpos, dtype=float), np.array(qvel, dtype=float)
-    quat = qpos[[4, 5, 6, 3]]
-    q[3:7] = quat / math.sqrt(float(quat @ quat))
-    v[0:3] = rotation_matrix(q[3:7]).T @ qvel[0:3]
-    return q, v
 
 
 @dataclass(frozen=True)

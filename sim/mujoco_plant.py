@@ -76,7 +76,8 @@ def _elliptic_contacts(geom1, geom2, frames, efc_address, efc_force, floor, foot
 
 @njit(cache=True)
 def _model_state(qpos, qvel, q, v):
-    """Our (q, v) from MuJoCo's free-joint (qpos, qvel): `robots.urdf.model_state` compiled."""
+    """Our (q, v) from MuJoCo's free-joint (qpos, qvel), the inverse of `robots.urdf.mujoco_state`
+    (the quaternion made unit: MuJoCo keeps it so to ~1e-16)."""
     q[:] = qpos
     v[:] = qvel
     w, x, y, z = qpos[3], qpos[4], qpos[5], qpos[6]
@@ -139,7 +140,6 @@ class MujocoPlant(LatchedViolation):
                 raise ValueError(f"{model.name}: the MJCF has no geom {c.name!r} for contact {c.name!r}")
             self._feet.append(gid)
         self._floor = floor
-        self._foot_index = {gid: i for i, gid in enumerate(self._feet)}
         self._foot_of_geom = np.full(self.mj.ngeom, -1, dtype=np.int64)
         self._foot_of_geom[self._feet] = np.arange(len(self._feet))
         self._elliptic = self.mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
@@ -219,16 +219,16 @@ class MujocoPlant(LatchedViolation):
                                self._foot_of_geom, contact, force)
         elif d.ncon:  # the contact list's fields as arrays: one Python object per contact is slow
             geom1, geom2, frames = d.contact.geom1.tolist(), d.contact.geom2.tolist(), d.contact.frame
-            foot = self._foot_index
+            foot = self._foot_of_geom
             for k in range(d.ncon):
                 g1, g2 = geom1[k], geom2[k]
                 if g1 == self._floor:
-                    i, sign = foot.get(g2), 1.0
+                    i, sign = foot[g2], 1.0
                 elif g2 == self._floor:
-                    i, sign = foot.get(g1), -1.0  # make it the floor's force on the foot
+                    i, sign = foot[g1], -1.0  # make it the floor's force on the foot
                 else:
                     continue
-                if i is None:
+                if i < 0:
                     continue
                 self._mj.mj_contactForce(self.mj, d, k, f6)
                 world = sign * (frames[k].reshape(3, 3).T @ f6[:3])  # geom1's force on geom2, world frame

@@ -53,11 +53,11 @@ def test_bad_input_is_refused():
 
 def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion():
     """The plant's compiled reading of MuJoCo's contact list (elliptic cones: a contact's first
-    efc rows) and of its free joint equal mj_contactForce rotated to the world and
-    robots.urdf.model_state, on go1 landing with its feet sliding."""
+    efc rows) and of its free joint equal mj_contactForce rotated to the world and the inverse of
+    robots.urdf.mujoco_state, on go1 landing with its feet sliding."""
     import mujoco
 
-    from robots.urdf import model_state
+    from robots.urdf import mujoco_state
 
     model = get_robot("go1")
     plant = MujocoPlant(model)
@@ -80,10 +80,10 @@ def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion()
             foot, sign = (g2, 1.0) if g1 == plant._floor else (g1, -1.0)
             mujoco.mj_contactForce(plant.mj, d, k, f6)
             world = sign * d.contact.frame[k].reshape(3, 3).T @ f6[:3]
-            want[plant._foot_index[foot]] += world[[2, 0, 1]]
+            want[plant._foot_of_geom[foot]] += world[[2, 0, 1]]
             checked += 1
         np.testing.assert_allclose(s.force, want, rtol=1e-12, atol=1e-9)
-        q, v = model_state(d.qpos, d.qvel)
-        np.testing.assert_allclose(s.q, q, rtol=0, atol=1e-15)
-        np.testing.assert_allclose(s.v, v, rtol=0, atol=1e-13)
+        qpos, qvel = mujoco_state(s.q, s.v)
+        np.testing.assert_allclose(qpos, d.qpos, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(qvel, d.qvel, rtol=0, atol=1e-13)
     assert checked > 60  # feet were in contact on most steps
