@@ -32,10 +32,8 @@ class LegKinematics:
         stacked = ca.vertcat(*centres)
         # the velocity of each sphere's material point at its bottom (the point that sticks: a foot
         # rolls about it, robots/floating.py) per unit joint velocity, the base level and still
-        rows = []
-        for c in model.contacts:
-            touching = c.velocity if c.velocity is not None else ca.jacobian(c.point, model.q) @ model.velocity_map @ model.v
-            rows.append(ca.substitute(ca.jacobian(touching, model.v)[:, 6:], model.q, q))
+        rows = [ca.substitute(ca.jacobian(model.touching_velocity(c), model.v)[:, 6:], model.q, q)
+                for c in model.contacts]
         self.nc, self.nu = model.nc, nu
         self.radius = np.array([c.radius for c in model.contacts])
         from robots.codegen import compile_functions

@@ -260,17 +260,21 @@ class RobotModel:
         rows = [c.point[k] for c in self.contacts for k in range(self.n_tangent)]
         return self._velocity_jacobian(ca.vertcat(*rows))
 
+    def touching_velocity(self, contact: Contact) -> ca.SX:
+        """SX (dim) in (q, v): the world velocity (m/s) of the body's material point at `contact`,
+        `Contact.velocity`, or the rate of its point when that is a material point."""
+        if contact.velocity is not None:
+            return contact.velocity
+        return self._velocity_jacobian(contact.point) @ self.v
+
     def slip_jacobian(self) -> ca.SX:
         """SX (nc n_tangent x nv): per contact (in order) the rows of the world x (and y, 3D)
-        velocity of the body's material point at the contact (`Contact.velocity`), m/s per unit
+        velocity of the body's material point at the contact (`touching_velocity`), m/s per unit
         v: the slip velocity friction acts on. Equal to `tangent_jacobian` for contacts whose
         point is a material point (planar robots); for a sphere foot it leaves out rolling."""
         if not self.contacts:
             return ca.SX(0, self.nv)
-        rows = []
-        for c, jt in zip(self.contacts, ca.vertsplit(self.tangent_jacobian(), self.n_tangent)):
-            rows.append(jt if c.velocity is None else ca.jacobian(c.velocity[:self.n_tangent], self.v))
-        return ca.vertcat(*rows)
+        return ca.vertcat(*[ca.jacobian(self.touching_velocity(c)[:self.n_tangent], self.v) for c in self.contacts])
 
     def contact_bias_accelerations(self) -> tuple[ca.SX, ca.SX]:
         """SX (nc), (nc): the contact "bias accelerations" dJn/dt v and dJt/dt v, m/s^2.

@@ -56,7 +56,7 @@ from ..protocol import (JointCommand, PlantState, actuated_joints, actuated_posi
                         packed_commands_ok)
 from . import kernel as K
 from . import static_call
-from .static_call import drop_stale_cache, static
+from .static_call import static
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
 
 # reassociation and contraction (FMA) for the small dense loops; NaN/inf semantics kept
@@ -1054,4 +1054,4 @@ class EssPlant(LatchedViolation):
 
 
 # numba tracks this file only; the kernel, static_call and ccall are inlined into the cached code above
-drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__])
+ccall.drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__])

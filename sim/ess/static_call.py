@@ -12,8 +12,6 @@ from numba import types
 from numba.core.imputils import lower_constant
 from numba.extending import models, register_model, typeof_impl
 
-from robots.ccall import drop_stale_cache  # noqa: F401 - re-exported: sim.ess.robot uses it from here
-
 
 class StaticDispatcherType(types.Dispatcher):
     """A Dispatcher type that carries no run-time value."""
