@@ -24,8 +24,9 @@ PLANTS_3D = ("ess", "nmdp", "mujoco")
 
 
 def incline_figure(plant_name: str, model, tilt_deg: float, down: np.ndarray, position) -> dict:
-    """Run `model` released at rest on `plant_name` (default options) for T_END and return
-    {"creep_mm_s": ...} below the critical angle or {"slide_error_pct": ...} above it.
+    """Run `model` (box3d or block: params g, tilt_deg, one mu for every contact) released at rest
+    on `plant_name` (default options) for T_END and return {"creep_mm_s": ...} below the
+    critical angle or {"slide_error_pct": ...} above it (or {"violation": ...}).
     down: the unit steepest-descent direction in the position's coordinates; position(q) the
     body's position (2 or 3)."""
     from sim.protocol import JointCommand
@@ -44,12 +45,17 @@ def incline_figure(plant_name: str, model, tilt_deg: float, down: np.ndarray, po
     half = n // 2
     late = xs[half:] - xs[half - 1]
     t = np.arange(1, n - half + 1) * PERIOD
-    a = math.radians(tilt_deg)
-    want = 9.81 * (math.sin(a) - MU * math.cos(a))
+    a, mu = math.radians(tilt_deg), model.contacts[0].mu
+    want = model.params["g"] * (math.sin(a) - mu * math.cos(a))
     if want <= 0.0:
-        return {"creep_mm_s": round(float(np.linalg.norm(late[-1]) / t[-1] * 1e3), 4)}
+        return {"creep_mm_s": float(np.linalg.norm(late[-1]) / t[-1] * 1e3)}
     accel = 2.0 * np.polyfit(t, late @ down, 2)[0]
-    return {"slide_error_pct": round(float((accel / want - 1.0) * 100.0), 4)}
+    return {"slide_error_pct": float((accel / want - 1.0) * 100.0)}
+
+
+def _rounded(figure: dict) -> dict:
+    """`incline_figure`'s numbers to 4 decimals, for the report."""
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in figure.items()}
 
 
 def bench_incline(args) -> dict:
@@ -66,13 +72,13 @@ def bench_incline(args) -> dict:
             down = incline_gravity(9.81, tilt, 30.0)
             down[2] = 0.0
             down /= np.linalg.norm(down)
-            rows[f"{tilt:g}"] = incline_figure(plant, model, tilt, down, lambda q: q[:3].copy())
+            rows[f"{tilt:g}"] = _rounded(incline_figure(plant, model, tilt, down, lambda q: q[:3].copy()))
         out[plant] = rows
         print(f"[incline] {plant} done", file=sys.stderr, flush=True)
     rows = {}
     for tilt in ANGLES_DEG:
         model = get_robot("block", tilt_deg=tilt, mu=MU, width=0.4, height=0.1)
-        rows[f"{tilt:g}"] = incline_figure("ess", model, tilt, np.array([-1.0, 0.0]), lambda q: q[:2].copy())
+        rows[f"{tilt:g}"] = _rounded(incline_figure("ess", model, tilt, np.array([-1.0, 0.0]), lambda q: q[:2].copy()))
     out["ess_planar_block"] = rows
     creep = {p: max((r["creep_mm_s"] for r in rows.values() if "creep_mm_s" in r), default=None)
              for p, rows in out.items()}
