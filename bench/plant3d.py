@@ -9,8 +9,8 @@ medians after a warm-up run. The base height at the end of a run is the plant's 
 A plant that cannot run a 3D robot reports why instead of figures.
 
 Two MuJoCo figures: "mujoco" is our MujocoPlant (the plant protocol: one `step` call per 1 ms,
-each converting the command and the state and checking the invariants in Python; the impedance
-law is MuJoCo's actuators), "mujoco_bare" is MuJoCo alone on the
+each validating the command, building a new PlantState and checking the invariants; the
+impedance law is MuJoCo's actuators), "mujoco_bare" is MuJoCo alone on the
 same MJCF, the same PD law as MuJoCo actuators (gain kp on ctrl = q_des, affine bias -kp q -kd
 qdot, force clamped to u_max, the feed-forward in qfrc_applied) stepped by `mj_step` in a loop:
 the fair peer for a step's cost. `ratio_vs_mujoco` divides by the bare figure;

@@ -104,6 +104,16 @@ class Invariants:
         # one compiled pass (a few us per step matter to every plant); the message only on failure
         failure = _first_failure(q, np.ascontiguousarray(v, dtype=np.float64), address, self._heights, self._nc,
                                  -self.limit, self._quaternions)
+        return self.explain(failure, t, q, v)
+
+    @property
+    def compiled_args(self) -> tuple:
+        """The arguments after (q, v) of `_first_failure` for this model, for a plant whose own
+        compiled code runs the check (then `explain` its answer)."""
+        return self._heights_address, self._heights, self._nc, -self.limit, self._quaternions
+
+    def explain(self, failure: int, t: float, q: np.ndarray, v: np.ndarray) -> str:
+        """The violation line for `_first_failure`'s answer at (t, q, v) ("" for OK)."""
         if failure == OK:
             return ""
         if failure == NON_FINITE:
@@ -137,7 +147,8 @@ class LatchedViolation:
     good state, latch the first violation (printed once) and hold that state until reset.
 
     A mixin: the plant sets `self.invariants` (an Invariants) and calls `_clear_violation()` in
-    reset, `_checked(state)` on every state it returns, `_violated(reason)` for a failure found
+    reset, `_checked(state)` on every state it returns (with `failure` if its compiled code ran
+    `_first_failure` with `Invariants.compiled_args`), `_violated(reason)` for a failure found
     elsewhere (a solver, an integrator) and `_held_state()` while a violation is latched.
     """
 
@@ -148,9 +159,13 @@ class LatchedViolation:
         self.violation, self._good = "", None
         self.invariants.reset_report()
 
-    def _checked(self, state, gaps: np.ndarray | None = None):
-        """`state` with its invariants checked; on a violation, latched and the held state."""
-        violation = self.invariants.check(state.t, state.q, state.v, gaps)
+    def _checked(self, state, gaps: np.ndarray | None = None, failure: int | None = None):
+        """`state` with its invariants checked; on a violation, latched and the held state.
+        failure: `_first_failure`'s answer for the state when the plant's compiled code ran it."""
+        if failure is None:
+            violation = self.invariants.check(state.t, state.q, state.v, gaps)
+        else:
+            violation = self.invariants.explain(failure, state.t, state.q, state.v)
         if not violation:
             self._good = state
             return state

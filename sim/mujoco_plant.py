@@ -11,8 +11,11 @@ a planar robot's MuJoCo's defaults; friction from the model's `mu`. The joint im
 the plant protocol is MuJoCo's own at every MuJoCo step (timestep 1 / plant_rate_hz): each
 motor becomes an affine actuator, force = (tau_ff + kp q_des + kd v_des) - kp q - kd v, its
 force limited to u_max, so a control period is one `mj_step(..., nstep)` call with no Python
-between the steps. Contact flags and forces (normal, tangential along x;
-N) come from MuJoCo's contacts of each foot's sphere with the floor. Planar robots: q and v
+between the steps. Contact flags and forces (normal, tangential along x; N) come from a MuJoCo
+contact sensor per foot (`with_foot_sensors`: the net force of the foot's contacts with the
+floor), so that a step reads one array MuJoCo fills instead of walking its contact list; a test
+checks them against `mj_contactForce` over that list. Per step, one compiled call loads the
+command into the actuators and one reads the outputs and checks the invariants. Planar robots: q and v
 are MuJoCo's qpos and qvel (the MJCF's joints are the model's coordinates, in order). 3D
 robots: MuJoCo's free joint stores the quaternion as (w, x, y, z) and the base's linear
 velocity in the world frame; the plant converts to and from the model's (x, y, z, w) and
@@ -35,7 +38,7 @@ from numba import njit
 
 from robots.model import RobotModel
 from robots.urdf import mujoco_state
-from sim.invariants import Invariants, LatchedViolation
+from sim.invariants import OK, Invariants, LatchedViolation, _first_failure
 from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset,
                           pack_command)
 
@@ -45,33 +48,13 @@ from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_po
 MUJOCO_PENETRATION_LIMIT_M = 0.05
 
 
-@njit(cache=True)
-def _elliptic_contacts(geom1, geom2, frames, efc_address, efc_force, floor, foot_of_geom, contact, force):
-    """Contact flags and forces (nc x dim: normal, x (, y), N, the floor's force on the foot, world
-    frame) of each foot from MuJoCo's contact list under elliptic cones, where a contact's force
-    in its own frame is its first efc rows (what mj_contactForce copies)."""
-    nc, dim = force.shape
-    for i in range(nc):
-        contact[i] = False
-        for k in range(dim):
-            force[i, k] = 0.0
-    for k in range(geom1.shape[0]):
-        if geom1[k] == floor:
-            i, sign = foot_of_geom[geom2[k]], 1.0
-        elif geom2[k] == floor:
-            i, sign = foot_of_geom[geom1[k]], -1.0  # make it the floor's force on the foot
-        else:
-            continue
-        adr = efc_address[k]
-        if i < 0 or adr < 0:  # not a foot, or a contact MuJoCo excluded from the constraints
-            continue
-        contact[i] = True
-        for axis, col in ((2, 0), (0, 1), (1, 2)):  # world z (normal), x, y
-            if col < dim:
-                w = 0.0
-                for r in range(3):  # frame rows: normal, tangent 1, tangent 2; geom1's force on geom2
-                    w += frames[k, 3 * r + axis] * efc_force[adr + r]
-                force[i, col] += sign * w
+def with_foot_sensors(mjcf: str, feet: list[str]) -> str:
+    """`mjcf` with one MuJoCo contact sensor per foot geom: the number of its contacts with the
+    floor and their net force (the foot's force on the floor, world frame, N), 4 values a foot
+    in `sensordata`, so that a step's forces are one array MuJoCo fills, not its contact list."""
+    sensors = "".join(f'<contact geom1="{foot}" geom2="floor" data="found force" reduce="netforce"/>' for foot in feet)
+    head, tail = mjcf.rsplit("</mujoco>", 1)
+    return f"{head}  <sensor>{sensors}</sensor>\n</mujoco>{tail}"
 
 
 @njit(cache=True)
@@ -92,16 +75,55 @@ def _model_state(qpos, qvel, q, v):
 
 
 @njit(cache=True)
-def _load_command(packed, act, ctrl, biasprm):
-    """The impedance law's actuators for a packed command (tau_ff, q_des, v_des, kp, kd; 5 nu):
-    ctrl = tau_ff + kp q_des + kd v_des, bias -kp q - kd v (module docstring)."""
+def _read_state(qpos, qvel, sensordata, actuator_force, act, q, v, contact, force, tau,
+                heights_address, heights, nc, lowest, floating):
+    """The plant's outputs from MuJoCo's data: (q, v) (`_model_state` for a floating base, else
+    MuJoCo's own), each foot's contact flag and force (nc x dim: normal, x (, y), N, the floor's
+    on the foot) from its sensor (`with_foot_sensors`), and the actuators' torques tau (N m).
+    Returns the invariants' `_first_failure` at (q, v) (its arguments after heights_address:
+    `Invariants.compiled_args`)."""
+    if floating:
+        _model_state(qpos, qvel, q, v)
+    else:
+        q[:] = qpos
+        v[:] = qvel
+    nc, dim = force.shape
+    for i in range(nc):
+        contact[i] = sensordata[4 * i] > 0.0
+        force[i, 0] = -sensordata[4 * i + 3]  # world z: the normal
+        force[i, 1] = -sensordata[4 * i + 1]
+        if dim > 2:
+            force[i, 2] = -sensordata[4 * i + 2]
+    for j in range(act.shape[0]):
+        tau[j] = actuator_force[act[j]]
+    return _first_failure(q, v, heights_address, heights, nc, lowest, floating)
+
+
+_VEC = "float64[::1]"
+
+
+@njit(f"boolean({_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, int64[::1], float64[::1], float64[:, ::1])", cache=True)
+def _load_command(tau_ff, q_des, v_des, kp, kd, act, ctrl, biasprm):
+    """Load a command into the impedance law's actuators: ctrl = tau_ff + kp q_des + kd v_des,
+    bias -kp q - kd v (module docstring). False, with nothing loaded, unless every field has
+    length nu and is finite and the gains are >= 0; the signature refuses anything but float64
+    vectors (TypeError), so a bad command costs no compilation and takes `pack_command`'s checks."""
     nu = act.shape[0]
+    for x in (tau_ff, q_des, v_des, kp, kd):
+        if x.shape[0] != nu:
+            return False
+        for j in range(nu):
+            if not math.isfinite(x[j]):
+                return False
+    for j in range(nu):
+        if kp[j] < 0.0 or kd[j] < 0.0:
+            return False
     for j in range(nu):
         a = act[j]
-        kp, kd = packed[3 * nu + j], packed[4 * nu + j]
-        ctrl[a] = packed[j] + kp * packed[nu + j] + kd * packed[2 * nu + j]
-        biasprm[a, 1] = -kp
-        biasprm[a, 2] = -kd
+        ctrl[a] = tau_ff[j] + kp[j] * q_des[j] + kd[j] * v_des[j]
+        biasprm[a, 1] = -kp[j]
+        biasprm[a, 2] = -kd[j]
+    return True
 
 
 class MujocoPlant(LatchedViolation):
@@ -122,7 +144,13 @@ class MujocoPlant(LatchedViolation):
             raise ValueError(f"MujocoPlant: plant_rate_hz must be a positive number, got {plant_rate_hz!r}")
         self._mj = mujoco
         self.model = model
-        self.mj = mujoco.MjModel.from_xml_string(model.mjcf)
+        feet = [c.name for c in model.contacts]
+        try:
+            self.mj = mujoco.MjModel.from_xml_string(with_foot_sensors(model.mjcf, feet))
+        except ValueError as err:
+            raise ValueError(f"{model.name}: MuJoCo cannot load the MJCF with a contact sensor between the floor and "
+                             f"each contact's geom {feet} (the MJCF needs a geom named 'floor' and one per contact, "
+                             f"named as the contact): {err}") from None
         if (self.mj.nq, self.mj.nv, self.mj.nu) != (model.nq, model.nv, model.nu):
             raise ValueError(f"{model.name}: the MJCF has nq, nv, nu = {self.mj.nq}, {self.mj.nv}, {self.mj.nu}; "
                              f"the model {model.nq}, {model.nv}, {model.nu}")
@@ -132,20 +160,15 @@ class MujocoPlant(LatchedViolation):
         self.joints = actuated_joints(model)  # into v (MuJoCo's qvel has the same layout)
         self.joints_q = actuated_positions(model)  # into q
         self.u_max = np.array(model.u_max, dtype=float)
-        floor = mujoco.mj_name2id(self.mj, mujoco.mjtObj.mjOBJ_GEOM, "floor")
-        self._feet = []
-        for c in model.contacts:
-            gid = mujoco.mj_name2id(self.mj, mujoco.mjtObj.mjOBJ_GEOM, c.name)
-            if gid < 0:
-                raise ValueError(f"{model.name}: the MJCF has no geom {c.name!r} for contact {c.name!r}")
-            self._feet.append(gid)
-        self._floor = floor
-        self._foot_of_geom = np.full(self.mj.ngeom, -1, dtype=np.int64)
-        self._foot_of_geom[self._feet] = np.arange(len(self._feet))
-        self._elliptic = self.mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
         self.invariants = Invariants(model, penetration_limit_m)
+        self._check_args = self.invariants.compiled_args
         self._impedance_actuators()
-        self._tau = np.zeros(model.nu)
+        d = self.data
+        self._actuators = (self._act, d.ctrl, self.mj.actuator_biasprm)  # `_load_command`'s last arguments
+        self._views = (d.qpos, d.qvel, d.sensordata, d.actuator_force)  # MuJoCo's buffers: fixed for d's life
+        self._sizes = (model.nq, model.nv, model.nu, model.nc, model.dim)
+        self._mj_step = mujoco.mj_step
+        self._t = 0.0  # s, MuJoCo's d.time, kept here too: reading it back costs a binding call a step
         self._ready = False
 
     def _impedance_actuators(self) -> None:
@@ -176,67 +199,60 @@ class MujocoPlant(LatchedViolation):
         """Set the state (q in m/rad, v in m/s, rad/s) at time t (s); returns it."""
         q, v, t = checked_reset(self.model, q, v, t)
         self._mj.mj_resetData(self.mj, self.data)
+        zero = np.zeros(self.model.nu)
+        _load_command(zero, zero, zero, zero, zero, *self._actuators)  # no command yet: the actuators apply nothing
         if self.model.floating_base:
             q, v = mujoco_state(q, v)
         self.data.qpos[:], self.data.qvel[:], self.data.time = q, v, t
+        self._t = t
         self._mj.mj_forward(self.mj, self.data)
         self._ready = True
         self._clear_violation()
-        return self._checked(self.state())
+        return self._checked(*self._state())
 
     def step(self, command: JointCommand, dt: float) -> PlantState:
         """Advance dt seconds (MuJoCo steps of at most 1 / plant_rate_hz) holding `command`."""
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
-        dt = checked_dt(self.model, dt)
-        packed = pack_command(command, self.model)  # fast path for well-formed commands; else ValueError
-        if self.violation:
-            return self._held_state()
-        t_end = self.data.time + dt
-        d, mj, act = self.data, self.mj, self._act
-        _load_command(packed, act, d.ctrl, mj.actuator_biasprm)
-        n = int((dt + 1e-12) / self.h)  # whole MuJoCo steps, then what is left of dt
+        if not (type(dt) is float and 0.0 <= dt < math.inf):
+            dt = checked_dt(self.model, dt)
+        try:  # fast path: a well-formed command goes straight into the actuators
+            loaded = not self.violation and _load_command(command.tau_ff, command.q_des, command.v_des, command.kp,
+                                                          command.kd, *self._actuators)
+        except TypeError:
+            loaded = False
+        if not loaded:
+            packed = pack_command(command, self.model)  # ValueError names a bad field; fills missing ones
+            if self.violation:
+                return self._held_state()
+            nu = self.model.nu
+            _load_command(*(packed[k * nu:(k + 1) * nu] for k in range(5)), *self._actuators)
+        d, mj, h = self.data, self.mj, self.h
+        n = int((dt + 1e-12) / h)  # whole MuJoCo steps, then what is left of dt
         if n:
-            self._mj.mj_step(mj, d, n)
-        rest = t_end - d.time
+            self._mj_step(mj, d, n)
+        rest = dt - n * h
         if rest > 1e-12:
             mj.opt.timestep = rest
-            self._mj.mj_step(mj, d)
-            mj.opt.timestep = self.h
-        d.time = t_end  # no drift from the steps' rounding
-        self._tau = d.actuator_force[act].copy()
-        return self._checked(self.state())
+            self._mj_step(mj, d)
+            mj.opt.timestep = h
+        self._t += dt
+        d.time = self._t  # no drift from the steps' rounding
+        state, _, failure = self._state()
+        if failure == OK and not self.violation:  # the common case of `_checked`, without its calls
+            self._good = state
+            return state
+        return self._checked(state, None, failure)
 
     def state(self) -> PlantState:
         """The current PlantState: contact flags and forces of each foot, N: (normal, tangential
-        along x) planar, (normal, x, y) in 3D."""
-        d, nc, dim = self.data, self.model.nc, self.model.dim
-        contact, force = np.zeros(nc, dtype=bool), np.zeros((nc, dim))
-        f6 = np.zeros(6)
-        if d.ncon and self._elliptic:  # one compiled pass over MuJoCo's contact list (3D robots)
-            c = d.contact
-            _elliptic_contacts(c.geom1, c.geom2, c.frame, c.efc_address, d.efc_force, self._floor,
-                               self._foot_of_geom, contact, force)
-        elif d.ncon:  # the contact list's fields as arrays: one Python object per contact is slow
-            geom1, geom2, frames = d.contact.geom1.tolist(), d.contact.geom2.tolist(), d.contact.frame
-            foot = self._foot_of_geom
-            for k in range(d.ncon):
-                g1, g2 = geom1[k], geom2[k]
-                if g1 == self._floor:
-                    i, sign = foot[g2], 1.0
-                elif g2 == self._floor:
-                    i, sign = foot[g1], -1.0  # make it the floor's force on the foot
-                else:
-                    continue
-                if i < 0:
-                    continue
-                self._mj.mj_contactForce(self.mj, d, k, f6)
-                world = sign * (frames[k].reshape(3, 3).T @ f6[:3])  # geom1's force on geom2, world frame
-                contact[i] = True
-                force[i] += (world[2], world[0], world[1])[:dim]
-        if self.model.floating_base:  # MuJoCo's (w, x, y, z) and world-frame base velocity -> the model's
-            q, v = np.empty(self.model.nq), np.empty(self.model.nv)
-            _model_state(d.qpos, d.qvel, q, v)
-        else:
-            q, v = d.qpos.copy(), d.qvel.copy()
-        return PlantState(float(d.time), q, v, contact, force, self._tau.copy(), self.violation)
+        along x) planar, (normal, x, y) in 3D; tau the actuators' torques of the last step, N m."""
+        return self._state()[0]
+
+    def _state(self) -> tuple[PlantState, None, int]:
+        """(state, None, failure): `state()` and the invariants' answer for it, as `_checked` takes them."""
+        nq, nv, nu, nc, dim = self._sizes
+        q, v, tau = np.empty(nq), np.empty(nv), np.empty(nu)
+        contact, force = np.empty(nc, dtype=np.bool_), np.empty((nc, dim))
+        failure = _read_state(*self._views, self._act, q, v, contact, force, tau, *self._check_args)
+        return PlantState(self._t, q, v, contact, force, tau, self.violation), None, failure

@@ -51,12 +51,31 @@ def test_bad_input_is_refused():
         make_plant("mujoco", model, plant_rate_hz=0.0)
 
 
-def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion():
-    """The plant's compiled reading of MuJoCo's contact list (elliptic cones: a contact's first
-    efc rows) and of its free joint equal mj_contactForce rotated to the world and the inverse of
-    robots.urdf.mujoco_state, on go1 landing with its feet sliding."""
+def _contact_list_forces(plant, model) -> np.ndarray:
+    """The oracle: each foot's force (normal, x (, y), N, the floor's on the foot) from MuJoCo's
+    contact list, mj_contactForce rotated to the world frame."""
     import mujoco
 
+    d = plant.data
+    floor = mujoco.mj_name2id(plant.mj, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    foot_of = {mujoco.mj_name2id(plant.mj, mujoco.mjtObj.mjOBJ_GEOM, c.name): i for i, c in enumerate(model.contacts)}
+    want = np.zeros((model.nc, model.dim))
+    f6 = np.zeros(6)
+    for k in range(d.ncon):
+        g1, g2 = int(d.contact.geom1[k]), int(d.contact.geom2[k])
+        if floor not in (g1, g2):
+            continue
+        foot, sign = (g2, 1.0) if g1 == floor else (g1, -1.0)
+        mujoco.mj_contactForce(plant.mj, d, k, f6)
+        world = sign * d.contact.frame[k].reshape(3, 3).T @ f6[:3]
+        want[foot_of[foot]] += world[[2, 0, 1]][:model.dim]
+    return want
+
+
+def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion():
+    """The plant's compiled reading of its foot sensors and of MuJoCo's free joint equal
+    mj_contactForce over MuJoCo's contact list rotated to the world and the inverse of
+    robots.urdf.mujoco_state, on go1 landing with its feet sliding."""
     from robots.urdf import mujoco_state
 
     model = get_robot("go1")
@@ -67,23 +86,57 @@ def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion()
     plant.reset(q0, np.r_[0.4, -0.3, -0.2, 0.5, 0.2, -0.4, np.zeros(model.nu)])
     cmd = JointCommand(np.zeros(model.nu), model.q0[7:], np.zeros(model.nu), np.full(model.nu, 40.0),
                        np.full(model.nu, 1.0))
-    checked = 0
+    touching = 0
     for _ in range(60):
         s = plant.step(cmd, 1e-3)
-        d = plant.data
-        want = np.zeros((model.nc, 3))
-        f6 = np.zeros(6)
-        for k in range(d.ncon):
-            g1, g2 = d.contact.geom1[k], d.contact.geom2[k]
-            if plant._floor not in (g1, g2):
-                continue
-            foot, sign = (g2, 1.0) if g1 == plant._floor else (g1, -1.0)
-            mujoco.mj_contactForce(plant.mj, d, k, f6)
-            world = sign * d.contact.frame[k].reshape(3, 3).T @ f6[:3]
-            want[plant._foot_of_geom[foot]] += world[[2, 0, 1]]
-            checked += 1
+        want = _contact_list_forces(plant, model)
         np.testing.assert_allclose(s.force, want, rtol=1e-12, atol=1e-9)
+        np.testing.assert_array_equal(s.contact, want[:, 0] != 0.0)
+        touching += int(s.contact.sum())
         qpos, qvel = mujoco_state(s.q, s.v)
-        np.testing.assert_allclose(qpos, d.qpos, rtol=0, atol=1e-15)
-        np.testing.assert_allclose(qvel, d.qvel, rtol=0, atol=1e-13)
-    assert checked > 60  # feet were in contact on most steps
+        np.testing.assert_allclose(qpos, plant.data.qpos, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(qvel, plant.data.qvel, rtol=0, atol=1e-13)
+        np.testing.assert_array_equal(s.tau, plant.data.actuator_force)
+    assert touching > 60  # feet were in contact on most steps
+
+
+def test_planar_feet_forces_equal_mujocos_contact_force():
+    """The same oracle on the planar quadruped (MuJoCo's qpos is the state; forces are (normal,
+    x)), dropped with a forward speed so that its feet land and slide."""
+    model = get_robot("quadruped")
+    plant = MujocoPlant(model)
+    q0 = np.array(model.q0, dtype=float)
+    v0 = np.zeros(model.nv)
+    v0[model.q_names.index("x")] = 0.5
+    plant.reset(q0, v0)
+    j = actuated_joints(model)
+    cmd = JointCommand(np.zeros(model.nu), q0[j], np.zeros(model.nu), np.full(model.nu, 50.0), np.full(model.nu, 2.0))
+    touching = 0
+    for _ in range(300):
+        s = plant.step(cmd, 1e-3)
+        want = _contact_list_forces(plant, model)
+        np.testing.assert_allclose(s.force, want, rtol=1e-12, atol=1e-9)
+        np.testing.assert_array_equal(s.contact, want[:, 0] != 0.0)
+        touching += int(s.contact.sum())
+        np.testing.assert_array_equal(s.q, plant.data.qpos)
+    assert touching > 300
+
+
+def test_reset_clears_the_command_and_a_bad_command_is_refused_by_name():
+    """After reset the actuators apply nothing until a command arrives; a command with a bad
+    field raises ValueError naming it and loads nothing; int and list fields are converted."""
+    model = get_robot("go1")
+    plant = MujocoPlant(model)
+    nu = model.nu
+    good = JointCommand(np.ones(nu), model.q0[7:], np.zeros(nu), np.full(nu, 40.0), np.full(nu, 1.0))
+    plant.reset(model.q0)
+    plant.step(good, 1e-3)
+    assert np.abs(plant.state().tau).max() > 0
+    assert not plant.reset(model.q0).tau.any()
+    for field, bad in (("kp", -np.ones(nu)), ("tau_ff", np.full(nu, np.nan)), ("q_des", np.zeros(nu - 1))):
+        cmd = JointCommand(**{**good.__dict__, field: bad})
+        with pytest.raises(ValueError, match=field):
+            plant.step(cmd, 1e-3)
+        assert not plant.data.ctrl.any()
+    s = plant.step(JointCommand(list(range(nu)), np.zeros(nu, dtype=int), None, [0] * nu, [0] * nu), 1e-3)
+    np.testing.assert_allclose(s.tau, np.arange(nu))  # no gains: tau is the feed-forward
