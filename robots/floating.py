@@ -21,7 +21,7 @@ import casadi as ca
 import numpy as np
 
 from .model import Contact, RobotModel
-from .spatial import frame_motion, gravity_vector, inverse_dynamics, placements
+from .spatial import forward_dynamics, frame_motion, gravity_vector, inverse_dynamics, placements
 from .urdf import UrdfTree, to_mjcf
 
 
@@ -89,6 +89,21 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
                                 stiffness=feet.stiffness, damping=feet.damping, radius=feet.radius,
                                 velocity=touching))
     B = np.vstack([np.zeros((6, nu)), np.eye(nu)])
+
+    def articulated(tau_gen, forces):
+        """dv/dt by the articulated-body algorithm (RobotModel.forward_dynamics): each foot's
+        world force acts at its sphere's lowest point, radius below the foot frame's origin."""
+        external = [None] * len(bodies)
+        for fr, force in zip(tree.feet, forces):
+            R = world[fr.body][0]
+            f = R.T @ force
+            r = ca.DM(np.array(fr.placement[1])) + R.T @ ca.DM([0.0, 0.0, -feet.radius])  # in the body's frame
+            n = ca.cross(r, f)
+            if external[fr.body] is not None:
+                f, n = f + external[fr.body][0], n + external[fr.body][1]
+            external[fr.body] = (f, n)
+        return forward_dynamics(bodies, q, v, tau_gen, external, gravity)
+
     base = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
     # the model's own gap expressions, evaluated by CasADi (the model is not built yet)
     q0 = _level_on_ground(ca.Function("gaps", [q], [ca.vertcat(*[c.gap for c in contacts])]), stance)
@@ -119,4 +134,5 @@ def build_floating_robot(tree: UrdfTree, feet: FootContacts, *, stance: np.ndarr
         q_max=np.concatenate([np.full(7, np.inf), tree.q_max]),
         floating_base=True,
         controller_defaults=controller_defaults or {},
+        forward_dynamics=articulated,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import casadi as ca
 import numpy as np
@@ -107,6 +107,11 @@ class RobotModel:
             (soft bounds); the plants do not enforce them and the MJCF does not export them.
         floating_base: True for a 3D robot whose first 7 coordinates are the base position and
             quaternion (module docstring); then nq = nv + 1 and `velocity_map` is not identity.
+        forward_dynamics: None, or a function (tau, forces) -> dv/dt (SX, nv) of the articulated-
+            body algorithm: tau the generalized forces (nv) besides the bias h, forces one world
+            force (dim, N) per contact acting at its touching point (`touching_velocity`'s
+            material point). The same accelerations as M^-1 (tau - h + J^T f) in far fewer
+            operations (robots/spatial.py); the ESS plant's vector field uses it when given.
         controller_defaults: per controller name (e.g. "mpc"), the option values that controller
             starts from on this robot (its measured tuning); a scenario's controller_options
             override them. "safe" is the plant server's fallback when no command comes ("kp":
@@ -137,6 +142,7 @@ class RobotModel:
     q_max: np.ndarray | None = None
     floating_base: bool = False
     controller_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    forward_dynamics: Callable[[ca.SX, list], ca.SX] | None = None
 
     def __post_init__(self) -> None:
         nq, nv = self.q.numel(), self.v.numel()

@@ -335,41 +335,55 @@ def test_step_and_rollout_agree_and_bad_commands_leave_the_plant_untouched():
 # ----------------------------------------------------------------------------- the generated vector field and W
 
 
-@pytest.mark.parametrize("name", ["hopper", "quadruped"])
+@pytest.mark.parametrize("name", ["hopper", "quadruped", "go1", "anymal_c"])
 def test_generated_vector_field_equals_the_dense_equations_of_motion(name):
-    """ess_rhs (one generated C function, block solve) against M^-1 (B tau - h + J^T f) in numpy."""
+    """ess_rhs (one generated C function: the tree's block solve for the planar robots, the
+    articulated-body algorithm for the 3D ones) against M^-1 (B tau - h + Jn^T fn + Jt^T ft) in
+    numpy, with Jt the slip Jacobian and the 3D friction law isotropic; dq/dt = G(q) v."""
+    import casadi as ca
+
     from robots import numeric
     from sim.ess.robot import robot_f
-    from sim.protocol import impedance_torque
+    from sim.protocol import actuated_joints, actuated_positions
 
     model = get_robot(name)
     fns = numeric(model)
-    plant = EssPlant(model, verbose=False)
+    jq, jv = actuated_positions(model), actuated_joints(model)
+    slip = ca.Function("slip", [model.q], [model.slip_jacobian()])
+    G = ca.Function("G", [model.q], [model.velocity_map])
+    vs = 0.5  # slip speeds of ~0.1-3 m/s below: the whole tanh, not only its saturated ends
+    plant = EssPlant(model, slip_speed=vs, verbose=False)
     plant.reset(model.q0)
-    nq, nv, nu, nc = model.nq, model.nv, model.nu, model.nc
+    nq, nv, nu, nc, nt = model.nq, model.nv, model.nu, model.nc, model.n_tangent
     rng = np.random.default_rng(3)
-    vs = plant.options["slip_speed"]
     for _ in range(20):
         q = model.q0 + 0.1 * rng.normal(size=nq)
+        if model.floating_base:
+            q[3:7] /= np.linalg.norm(q[3:7])
         v = rng.normal(size=nv)
         stance = rng.random(nc) < 0.5
         sigma = np.concatenate([np.where(stance, 1.0, -1.0), np.where(stance, -1.0, 1.0)])
-        cmd = JointCommand(5 * rng.normal(size=nu), q[plant._joints] + 0.1 * rng.normal(size=nu), rng.normal(size=nu),
+        cmd = JointCommand(5 * rng.normal(size=nu), q[jq] + 0.1 * rng.normal(size=nu), rng.normal(size=nu),
                            np.full(nu, 40.0), np.full(nu, 1.0))
         p = plant._p.copy()
         p[-5 * nu:] = np.concatenate([cmd.tau_ff, cmd.q_des, cmd.v_des, cmd.kp, cmd.kd])
         out = np.empty(nq + nv)
         robot_f(0.0, np.concatenate([q, v]), sigma, p, plant.system.ctx, out)
-        tau = impedance_torque(cmd, q, v, plant._joints, model.u_max)
+        tau = np.clip(cmd.tau_ff + cmd.kp * (cmd.q_des - q[jq]) + cmd.kd * (cmd.v_des - v[jv]), -model.u_max,
+                      model.u_max)
         gen = model.B @ tau - fns.bias(q, v)
         phi = fns.contact_gap(q)
-        Jn, Jt = fns.contact_jacobians(q)
+        Jn, _ = fns.contact_jacobians(q)
+        Jt = np.array(slip(q))
         for i, c in enumerate(model.contacts):
             if stance[i]:
                 fn = -c.stiffness * phi[i] - c.damping * Jn[i] @ v
-                gen += Jn[i] * fn + Jt[i] * (-c.mu * fn * np.tanh(Jt[i] @ v / vs))
+                Ji = Jt[nt * i:nt * (i + 1)]
+                vt = Ji @ v
+                speed = np.linalg.norm(vt)
+                gen += Jn[i] * fn + Ji.T @ (-c.mu * fn * np.tanh(speed / vs) * vt / speed)
         dv = np.linalg.solve(fns.mass_matrix(q), gen)
-        np.testing.assert_allclose(out[:nq], v, rtol=0, atol=0)
+        np.testing.assert_allclose(out[:nq], np.array(G(q)) @ v, rtol=0, atol=1e-14)
         np.testing.assert_allclose(out[nq:], dv, rtol=1e-9, atol=1e-9 * np.abs(dv).max())
 
 

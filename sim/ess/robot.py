@@ -33,9 +33,10 @@ reaches zero with zero rate. The plant then *locates* that guard's crossing exac
 The joint impedance law tau = clip(tau_ff + kp (q_des - q_j) + kd (v_des - v_j), +-u_max) is
 evaluated continuously inside f (the limit of a fast servo loop), command held over a step.
 
-The whole vector field (impedance torques, contact forces, M^-1 by the tree's block solve) is
-one CasADi function generated to C (`vector_field`); the integrator's numba kernel calls it by
-address, so no Python runs inside a step.
+The whole vector field (impedance torques, contact forces, and the accelerations: by the
+articulated-body algorithm for a 3D robot, `RobotModel.forward_dynamics`, else M^-1 by the
+tree's block solve) is one CasADi function generated to C (`vector_field`); the integrator's
+numba kernel calls it by address, so no Python runs inside a step.
 """
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ def vector_field(model: RobotModel) -> ca.Function:
     (nc, 1 in stance, 0 in flight), u the held command (tau_ff, q_des, v_des, kp, kd; 5 nu),
     vs the friction law's slip speed (m/s). tau = clip(tau_ff + kp (q_des - q_j) + kd (v_des - v_j),
     +-u_max) (N m); per contact in stance fn = -k phi - b vn, ft = `friction_force` (N), zero
-    in flight; dv/dt = M^-1 (B tau - h + sum Jn^T fn + Jt^T ft) by the tree's block solve, and
+    in flight; dv/dt = M^-1 (B tau - h + sum Jn^T fn + Jt^T ft) by the tree's block solve, or
+    by `RobotModel.forward_dynamics` (the same, each foot's force at its touching point), and
     dq/dt = G(q) v (v itself for planar robots). Outputs: xdot (n), the gaps phi (nc, m) and
     normal velocities vn (nc, m/s) for the event functions, force (nc x (1 + nt): normal, then
     tangential along x (and y)) and tau (nu) for the plant's outputs."""
@@ -107,18 +109,33 @@ def vector_field(model: RobotModel) -> ca.Function:
         raw = tau_ff[a] + kp[a] * (q_des[a] - q[int(jq)]) + kd[a] * (v_des[a] - v[int(j)])
         umax = model.u_max[a]
         tau = ca.vertcat(tau, ca.fmin(ca.fmax(raw, -umax), umax) if np.isfinite(umax) else raw)
-    phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.slip_jacobian()
-    vn, vt = Jn @ v, Jt @ v
-    gen = (model.B @ tau if nu else 0) - model.bias
-    force = ca.SX(nc, 1 + nt)
+    phi = model.contact_gaps()
+    aba = model.forward_dynamics is not None
+    if aba:  # the touching points' velocities themselves, no Jacobians formed; the normal one is the gap's
+        # rate (a sphere's lowest point moves vertically with its centre: omega x (0, 0, -r) has no z part)
+        touching = [model.touching_velocity(c) for c in model.contacts]
+        vt = ca.vertcat(*[w[:nt] for w in touching]) if nc else ca.SX(0, 1)
+        vn = ca.vertcat(*[w[nt] for w in touching]) if nc else ca.SX(0, 1)
+    else:
+        Jn, Jt = model.normal_jacobian(), model.slip_jacobian()
+        vn, vt = Jn @ v, Jt @ v
+    tau_gen = model.B @ tau if nu else ca.SX.zeros(model.nv)
+    gen = tau_gen - model.bias
+    force, world = ca.SX(nc, 1 + nt), []
     for i, c in enumerate(model.contacts):
         fn = ca.if_else(s[i] > 0.5, -c.stiffness * phi[i] - c.damping * vn[i], 0.0)
         rows = slice(nt * i, nt * (i + 1))
         ft = friction_force(c.mu, fn, vt[rows], vs) if c.mu > 0 else ca.SX.zeros(nt)
-        gen = gen + Jn[i, :].T * fn + Jt[rows, :].T @ ft
+        if aba:
+            world.append(ca.vertcat(ft, fn))  # world (x, y, z): tangential, then normal
+        else:
+            gen = gen + Jn[i, :].T * fn + Jt[rows, :].T @ ft
         force[i, 0] = fn
         force[i, 1:] = ft.T
-    dv = block_solve(model.mass_matrix, gen, mass_matrix_pattern(model))
+    if aba:
+        dv = model.forward_dynamics(tau_gen - model.passive, world)
+    else:
+        dv = block_solve(model.mass_matrix, gen, mass_matrix_pattern(model))
     qdot = model.velocity_map @ v if model.floating_base else v
     return ca.Function("ess_rhs", [ca.vertcat(q, v), s, u, vs], [ca.vertcat(qdot, dv), phi, vn, force, tau],
                        ["x", "s", "u", "vs"], ["xdot", "phi", "vn", "force", "tau"])
