@@ -27,6 +27,7 @@ import sys
 import numpy as np
 from numba import njit
 
+from robots import ccall
 from robots.ccall import call_flat
 from robots.model import RobotModel
 
@@ -184,3 +185,7 @@ class LatchedViolation:
         out = self._good.copy()
         out.violation = self.violation
         return out
+
+
+# numba tracks this file only; ccall's call_flat is inlined into _first_failure
+ccall.drop_stale_cache(_first_failure, "invariants.", [ccall.__file__])

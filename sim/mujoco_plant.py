@@ -36,8 +36,10 @@ import math
 import numpy as np
 from numba import njit
 
+from robots import ccall
 from robots.model import RobotModel
 from robots.urdf import mujoco_state
+from sim import invariants as _invariants
 from sim.invariants import OK, Invariants, LatchedViolation, _first_failure
 from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset,
                           pack_command)
@@ -256,3 +258,7 @@ class MujocoPlant(LatchedViolation):
         contact, force = np.empty(nc, dtype=np.bool_), np.empty((nc, dim))
         failure = _read_state(*self._views, self._act, q, v, contact, force, tau, *self._check_args)
         return PlantState(self._t, q, v, contact, force, tau, self.violation), None, failure
+
+
+# numba tracks this file only; the invariants' check (and ccall, which it inlines) are inlined into _read_state
+ccall.drop_stale_cache(_read_state, "mujoco_plant.", [_invariants.__file__, ccall.__file__])

@@ -52,7 +52,8 @@ from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel
 
-from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, LatchedViolation
+from .. import invariants as _invariants
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, OK, Invariants, LatchedViolation, _first_failure
 from ..protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_reset, pack_command,
                         packed_commands_ok)
 from . import kernel as K
@@ -626,7 +627,7 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
 # B (bool, (4 + m) x m): armed, pending, parked, the m x m reset matrix, then the last tick's
 #   contact flags (the row's first nc)
 F_T, F_HSTEP, F_RTOL, F_ATOL, F_HMAX, F_LIVE, F_EPS = 0, 1, 3, 4, 5, 6, 8
-I_VIOL, I_MAXEV, I_METHOD, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 4, 5, 8
+I_VIOL, I_MAXEV, I_METHOD, I_CHECK, I_GUARD, I_TICKS, I_STATS = 0, 1, 2, 3, 4, 5, 8
 BAD_COMMAND = -1  # the compiled step's status for a command that fails its check
 SLIP_SPEED = 2e-4  # default v_s, m/s: a foot inside its friction cone creeps < v_s atanh(ft / (mu fn)) (docs/ESS.md)
 STICK_BAND = 2.0  # a stance contact sticks (for W's reuse) while |vt| < STICK_BAND v_s (`_stick_flags`)
@@ -740,10 +741,11 @@ def _tick(wk, wi, B, tf):
     return status
 
 
-def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf):
+def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf, heights_address, heights, lowest):
     """One plant tick in one compiled call: hold the command (its five fields, each nu long) if it
-    is well formed (finite, gains >= 0), integrate to tf and write the outputs (see `_tick`).
-    BAD_COMMAND, the plant untouched, if it is not."""
+    is well formed (finite, gains >= 0), integrate to tf, write the outputs (see `_tick`) and the
+    invariants' `_first_failure` at the new state into I[I_CHECK] (heights_address, heights and
+    lowest as in `Invariants.compiled_args`). BAD_COMMAND, the plant untouched, if it is not."""
     p = _arrays(wk, wi)[0]
     nu = int(p[2])
     fields = (tau_ff, q_des, v_des, kp, kd)
@@ -757,7 +759,13 @@ def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf):
     for f in range(5):
         for a in range(nu):
             p[off + f * nu + a] = fields[f][a]
-    return _tick(wk, wi, B, tf)
+    status = _tick(wk, wi, B, tf)
+    if status == K.OK:
+        F, I = _arrays(wk, wi)[1:]
+        nq, n, nc, m = int(p[0]), int(p[0]) + int(p[1]), int(p[3]), B.shape[1]
+        x = F[F_EPS + 2 * m:F_EPS + 2 * m + n]
+        I[I_CHECK] = _first_failure(x[:nq], x[nq:], heights_address, heights, nc, lowest, p[8] > 0.0)
+    return status
 
 
 _STEP_FIELDS = []  # the compiled `_step_fields_py`, built at the first step() of a process
@@ -773,7 +781,8 @@ def step_fields():
 
         f1 = nbt.float64[::1]
         ro = nbt.Array(nbt.float64, 1, "C", readonly=True)
-        sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64)
+        sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64, nbt.int64, f1,
+                        nbt.float64)
         _STEP_FIELDS.append(njit(sig, cache=True)(_step_fields_py))
     return _STEP_FIELDS[0]
 
@@ -915,6 +924,7 @@ class EssPlant(LatchedViolation):
         # the last tick's outputs (views that step() copies): q, v, forces, torques, contact flags
         self._outputs = (self.x[:nq], self.x[nq:], self._F[o:o + nf * nc].reshape(nc, nf), self._F[o + nf * nc:],
                          self._B[-1, :nc])
+        self._check_args = self.invariants.compiled_args[:2] + self.invariants.compiled_args[3:4]  # for step_fields
         self._fast = None  # step()'s compiled call, bound at the first step()
         self._empty = np.zeros(0)
         self._empty2 = np.zeros((0, n))
@@ -965,7 +975,7 @@ class EssPlant(LatchedViolation):
     def step(self, command: JointCommand | None, dt: float) -> PlantState:
         """Advance dt seconds holding `command` (None keeps the previous one); returns the state.
 
-        One compiled call per tick (command check, integration, outputs) taking the command's
+        One compiled call per tick (command check, integration, outputs, the invariants) taking the command's
         fields as they are; a command that fails the fast check (wrong type, length, non-finite
         values, negative gains) goes through `pack_command`, whose ValueError names the bad field,
         and then the same call (so warming up with any command compiles all that a run uses).
@@ -986,24 +996,27 @@ class EssPlant(LatchedViolation):
             if command is not None:
                 pack_command(command, self.model)  # a bad command still raises ValueError
             return self._violated(self.violation)
+        check = self._check_args
         try:
-            status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end)
+            status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end, *check)
         except (TypeError, AttributeError):
             status = BAD_COMMAND
         if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
             nu = self.model.nu
             packed = pack_command(command, self.model)
             status = fast(wk, wi, B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu], packed[3 * nu:4 * nu],
-                          packed[4 * nu:], t_end)
+                          packed[4 * nu:], t_end, *check)
         if status != K.OK:  # a physics failure: never raised out of step (sim/invariants.py)
             what = (f"liveness violated at guard {int(self._I[I_GUARD])}" if status == K.LIVENESS
                     else K.STATUS_TEXT[status])
             return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
         q, v, force, tau, contact = self._outputs
-        n = self.system.n
         state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
-        # fill_outputs left the outputs at x in fout: the gaps phi(x) follow x
-        return self._checked(state, self.system.ctx[2][n:n + self.model.nc])
+        failure = self._I.item(I_CHECK)  # the compiled call checked the invariants at the new state
+        if failure == OK:  # `_checked`'s common case, without its calls
+            self._good = state
+            return state
+        return self._checked(state, None, failure)
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
@@ -1070,5 +1083,6 @@ class EssPlant(LatchedViolation):
         return dict(zip(K.STAT_NAMES, self._stats.tolist()))
 
 
-# numba tracks this file only; the kernel, static_call and ccall are inlined into the cached code above
-ccall.drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__])
+# numba tracks this file only; the kernel, static_call, ccall and the invariants' check are inlined into the
+# cached code above
+ccall.drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__, _invariants.__file__])
