@@ -623,7 +623,8 @@ def robot_wsolve(g, refactor, p, ctx, rhs, out):
 # arguments (numba's dispatch costs ~80 ns per array argument):
 # F (float64): t, hstep (2), rtol, atol, h_max, live_min, -, eps (m), sigma (m), x (n), then the
 #   last tick's outputs: forces (nc x 2, N), torques (nu, N m)
-# I (int64): on_violation, max_events, method, -, guard, ticks, -, -, stats (N_STATS)
+# I (int64): on_violation, max_events, method, the last tick's invariant check (sim.invariants' codes), guard,
+#   ticks, -, -, stats (N_STATS)
 # B (bool, (4 + m) x m): armed, pending, parked, the m x m reset matrix, then the last tick's
 #   contact flags (the row's first nc)
 F_T, F_HSTEP, F_RTOL, F_ATOL, F_HMAX, F_LIVE, F_EPS = 0, 1, 3, 4, 5, 6, 8
