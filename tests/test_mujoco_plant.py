@@ -49,6 +49,11 @@ def test_bad_input_is_refused():
         plant.reset(np.zeros(3))
     with pytest.raises(ValueError, match="plant_rate_hz"):
         make_plant("mujoco", model, plant_rate_hz=0.0)
+    import dataclasses
+
+    no_floor = dataclasses.replace(model, mjcf=model.mjcf.replace('name="floor"', 'name="ground"'))
+    with pytest.raises(ValueError, match="geom named 'floor'"):
+        MujocoPlant(no_floor)
 
 
 def _contact_list_forces(plant, model) -> np.ndarray:
