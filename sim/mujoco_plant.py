@@ -152,7 +152,7 @@ class MujocoPlant(LatchedViolation):
         except ValueError as err:
             raise ValueError(f"{model.name}: MuJoCo cannot load the MJCF with a contact sensor between the floor and "
                              f"each contact's geom {feet} (the MJCF needs a geom named 'floor' and one per contact, "
-                             f"named as the contact): {err}") from None
+                             f"named as the contact): {'; '.join(str(err).splitlines())}") from None
         if (self.mj.nq, self.mj.nv, self.mj.nu) != (model.nq, model.nv, model.nu):
             raise ValueError(f"{model.name}: the MJCF has nq, nv, nu = {self.mj.nq}, {self.mj.nv}, {self.mj.nu}; "
                              f"the model {model.nq}, {model.nv}, {model.nu}")
