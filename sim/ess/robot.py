@@ -925,7 +925,8 @@ class EssPlant(LatchedViolation):
         # the last tick's outputs (views that step() copies): q, v, forces, torques, contact flags
         self._outputs = (self.x[:nq], self.x[nq:], self._F[o:o + nf * nc].reshape(nc, nf), self._F[o + nf * nc:],
                          self._B[-1, :nc])
-        self._check_args = self.invariants.compiled_args[:2] + self.invariants.compiled_args[3:4]  # for step_fields
+        address, heights, _, lowest, _ = self.invariants.compiled_args  # nc and floating are in p
+        self._check_args = (address, heights, lowest)  # step_fields' last arguments
         self._fast = None  # step()'s compiled call, bound at the first step()
         self._empty = np.zeros(0)
         self._empty2 = np.zeros((0, n))
