@@ -187,12 +187,6 @@ def _motion_transform(R, p) -> ca.SX:
     return ca.vertcat(ca.horzcat(Rt, -Rt @ ca.skew(p)), ca.horzcat(ca.SX.zeros(3, 3), Rt))
 
 
-def _upper(M) -> list:
-    """The upper triangle of a square matrix as rows[i][j] (j >= i; below: None)."""
-    n = M.shape[0]
-    return [[M[i, j] if j >= i else None for j in range(n)] for i in range(n)]
-
-
 def _symmetric(rows) -> ca.SX:
     """The symmetric matrix whose upper triangle is rows[i][j] (j >= i)."""
     n = len(rows)

@@ -82,14 +82,14 @@ def _read_state(qpos, qvel, sensordata, actuator_force, act, q, v, contact, forc
     """The plant's outputs from MuJoCo's data: (q, v) (`_model_state` for a floating base, else
     MuJoCo's own), each foot's contact flag and force (nc x dim: normal, x (, y), N, the floor's
     on the foot) from its sensor (`with_foot_sensors`), and the actuators' torques tau (N m).
-    Returns the invariants' `_first_failure` at (q, v) (its arguments after heights_address:
-    `Invariants.compiled_args`)."""
+    Returns the invariants' `_first_failure` at (q, v); heights_address to floating are
+    `Invariants.compiled_args` (nc: the number of feet, force's rows)."""
     if floating:
         _model_state(qpos, qvel, q, v)
     else:
         q[:] = qpos
         v[:] = qvel
-    nc, dim = force.shape
+    dim = force.shape[1]
     for i in range(nc):
         contact[i] = sensordata[4 * i] > 0.0
         force[i, 0] = -sensordata[4 * i + 3]  # world z: the normal
