@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from robots import get_robot, numeric
-from sim.protocol import JointCommand, actuated_joints
+from sim.protocol import JointCommand, actuated_joints, actuated_positions
 from sim.mujoco_plant import MujocoPlant
 from sim.registry import make_plant
 
@@ -77,54 +77,38 @@ def _contact_list_forces(plant, model) -> np.ndarray:
     return want
 
 
-def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion():
-    """The plant's compiled reading of its foot sensors and of MuJoCo's free joint equal
-    mj_contactForce over MuJoCo's contact list rotated to the world and the inverse of
-    robots.urdf.mujoco_state, on go1 landing with its feet sliding."""
+@pytest.mark.parametrize("name", ["go1", "quadruped"])
+def test_compiled_outputs_equal_mujocos_contact_force_and_the_state_conversion(name):
+    """The plant's compiled reading of its foot sensors, of the state and of the torques equal
+    mj_contactForce over MuJoCo's contact list rotated to the world, MuJoCo's qpos and qvel (for
+    go1 through robots.urdf.mujoco_state, the free joint's convention) and its actuator forces:
+    go1 landing tilted with its feet sliding, the planar quadruped dropped with a forward speed."""
     from robots.urdf import mujoco_state
 
-    model = get_robot("go1")
+    model = get_robot(name)
     plant = MujocoPlant(model)
-    q0 = model.q0.copy()
-    q0[2] += 0.02
-    q0[3:7] = [0.02, -0.03, 0.1, 1.0] / np.linalg.norm([0.02, -0.03, 0.1, 1.0])
-    plant.reset(q0, np.r_[0.4, -0.3, -0.2, 0.5, 0.2, -0.4, np.zeros(model.nu)])
-    cmd = JointCommand(np.zeros(model.nu), model.q0[7:], np.zeros(model.nu), np.full(model.nu, 40.0),
-                       np.full(model.nu, 1.0))
-    touching = 0
-    for _ in range(60):
+    q0, v0 = np.array(model.q0, dtype=float), np.zeros(model.nv)
+    if model.floating_base:
+        q0[2] += 0.02
+        q0[3:7] = [0.02, -0.03, 0.1, 1.0] / np.linalg.norm([0.02, -0.03, 0.1, 1.0])
+        v0[:6] = [0.4, -0.3, -0.2, 0.5, 0.2, -0.4]
+    else:
+        v0[model.q_names.index("x")] = 0.5
+    plant.reset(q0, v0)
+    cmd = JointCommand(np.zeros(model.nu), q0[actuated_positions(model)], np.zeros(model.nu),
+                       np.full(model.nu, 40.0), np.full(model.nu, 1.0))
+    touching, ticks = 0, 300
+    for _ in range(ticks):
         s = plant.step(cmd, 1e-3)
         want = _contact_list_forces(plant, model)
         np.testing.assert_allclose(s.force, want, rtol=1e-12, atol=1e-9)
         np.testing.assert_array_equal(s.contact, want[:, 0] != 0.0)
         touching += int(s.contact.sum())
-        qpos, qvel = mujoco_state(s.q, s.v)
-        np.testing.assert_allclose(qpos, plant.data.qpos, rtol=0, atol=1e-15)
+        qpos, qvel = mujoco_state(s.q, s.v) if model.floating_base else (s.q, s.v)
+        np.testing.assert_allclose(qpos, plant.data.qpos, rtol=0, atol=1e-14)  # the quaternion made unit
         np.testing.assert_allclose(qvel, plant.data.qvel, rtol=0, atol=1e-13)
         np.testing.assert_array_equal(s.tau, plant.data.actuator_force)
-    assert touching > 60  # feet were in contact on most steps
-
-
-def test_planar_feet_forces_equal_mujocos_contact_force():
-    """The same oracle on the planar quadruped (MuJoCo's qpos is the state; forces are (normal,
-    x)), dropped with a forward speed so that its feet land and slide."""
-    model = get_robot("quadruped")
-    plant = MujocoPlant(model)
-    q0 = np.array(model.q0, dtype=float)
-    v0 = np.zeros(model.nv)
-    v0[model.q_names.index("x")] = 0.5
-    plant.reset(q0, v0)
-    j = actuated_joints(model)
-    cmd = JointCommand(np.zeros(model.nu), q0[j], np.zeros(model.nu), np.full(model.nu, 50.0), np.full(model.nu, 2.0))
-    touching = 0
-    for _ in range(300):
-        s = plant.step(cmd, 1e-3)
-        want = _contact_list_forces(plant, model)
-        np.testing.assert_allclose(s.force, want, rtol=1e-12, atol=1e-9)
-        np.testing.assert_array_equal(s.contact, want[:, 0] != 0.0)
-        touching += int(s.contact.sum())
-        np.testing.assert_array_equal(s.q, plant.data.qpos)
-    assert touching > 300
+    assert touching > ticks  # feet were in contact on most steps
 
 
 def test_reset_clears_the_command_and_a_bad_command_is_refused_by_name():
