@@ -31,7 +31,7 @@ from robots.rotations import matrix_to_quat, rotation_exp
 from robots.sensors import SensorSpec, imu_placement, sensor_spec
 
 from .kernel import PARAMS, tick
-from .legs import LegKinematics
+from .legs import leg_kinematics
 
 ABSURD = {"gyro": 35.0, "accel": 160.0, "foot_force_per_weight": 20.0, "joint_margin_rad": 0.5,  # rad/s, m/s^2
           "joint_velocity": 200.0, "joint_torque": 1e4}  # rad/s, N m
@@ -77,7 +77,7 @@ class LeggedEstimator:
         self.model, self.T = model, float(period_s)
         self.spec = spec or sensor_spec(model)
         self.o = options or EstimatorOptions()
-        self.legs = LegKinematics(model)
+        self.legs = leg_kinematics(model)  # shared: it holds no state of a run
         self.nc, self.nu = model.nc, model.nu
         self.r_imu, self.R_imu = imu_placement(model)
         self.mass = float(np.asarray(model.params.get("mass_kg", 0.0)))
@@ -110,9 +110,10 @@ class LeggedEstimator:
 
     @staticmethod
     def warm_up(model, period_s: float = 0.01) -> None:
-        """Compile the kernel and the leg kinematics (numba caches them on disk): call it before a
-        run's clock starts, so that the first tick does not pay for compiling. Feeds one reading
-        of the robot standing still at q0."""
+        """Compile the kernel (numba caches it on disk) and build the leg kinematics (kept per
+        model, `leg_kinematics`): call it before a run's clock starts, so that neither the first
+        tick nor the CONFIG that starts the estimator pays for them. Feeds one reading of the
+        robot standing still at q0."""
         est = LeggedEstimator(model, period_s=period_s)
         est.update({"q_joint": np.asarray(model.q0, float)[7:], "v_joint": np.zeros(model.nu),
                     "tau_joint": np.zeros(model.nu), "gyro": np.zeros(3),

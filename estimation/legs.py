@@ -11,8 +11,22 @@ robots/codegen.py compiles once (the estimator's kernel calls it).
 """
 from __future__ import annotations
 
+import weakref
+
 import casadi as ca
 import numpy as np
+
+_BUILT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> its LegKinematics
+
+
+def leg_kinematics(model) -> "LegKinematics":
+    """The LegKinematics of `model`, built once per model object: building one generates and
+    hashes its C (~6 ms), which a controller's estimator must not pay when its run's CONFIG
+    arrives (`LeggedEstimator.warm_up` builds it before the run's clock starts)."""
+    legs = _BUILT.get(model)
+    if legs is None:
+        legs = _BUILT[model] = LegKinematics(model)
+    return legs
 
 
 class LegKinematics:
