@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba import types as nbt
 
 from robots import ccall
 from robots.model import RobotModel
@@ -101,15 +102,17 @@ def _read_state(qpos, qvel, sensordata, actuator_force, act, q, v, contact, forc
     return _first_failure(q, v, heights_address, heights, nc, lowest, floating)
 
 
-_VEC = "float64[::1]"
+_FIELD = nbt.Array(nbt.float64, 1, "C", readonly=True)  # writable arrays match too; the bridge's are read-only
 
 
-@njit(f"boolean({_VEC}, {_VEC}, {_VEC}, {_VEC}, {_VEC}, int64[::1], float64[::1], float64[:, ::1])", cache=True)
+@njit(nbt.boolean(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD, nbt.int64[::1], nbt.float64[::1], nbt.float64[:, ::1]),
+      cache=True)
 def _load_command(tau_ff, q_des, v_des, kp, kd, act, ctrl, biasprm):
     """Load a command into the impedance law's actuators: ctrl = tau_ff + kp q_des + kd v_des,
     bias -kp q - kd v (module docstring). False, with nothing loaded, unless every field has
-    length nu and is finite and the gains are >= 0; the signature refuses anything but float64
-    vectors (TypeError), so a bad command costs no compilation and takes `pack_command`'s checks."""
+    length nu and is finite and the gains are >= 0; the signature refuses anything but
+    C-contiguous float64 vectors, writable or not (TypeError), so a bad command costs no
+    compilation and takes `pack_command`'s checks."""
     nu = act.shape[0]
     for x in (tau_ff, q_des, v_des, kp, kd):
         if x.shape[0] != nu:

@@ -129,3 +129,25 @@ def test_reset_clears_the_command_and_a_bad_command_is_refused_by_name():
         assert not plant.data.ctrl.any()
     s = plant.step(JointCommand(list(range(nu)), np.zeros(nu, dtype=int), None, [0] * nu, [0] * nu), 1e-3)
     np.testing.assert_allclose(s.tau, np.arange(nu))  # no gains: tau is the feed-forward
+
+
+def test_read_only_commands_take_the_compiled_path(monkeypatch):
+    """The bridge decodes a COMMAND's fields as read-only views of the message: they load
+    straight into the actuators (pack_command, the validating path, is never called), as
+    writable ones do."""
+    import sim.mujoco_plant as mp
+
+    model = get_robot("go1")
+    plant = MujocoPlant(model)
+    plant.reset(model.q0)
+    nu = model.nu
+    fields = [np.zeros(nu), model.q0[7:].copy(), np.zeros(nu), np.full(nu, 40.0), np.full(nu, 1.0)]
+    for a in fields:
+        a.setflags(write=False)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("pack_command called for a well-formed command")
+
+    monkeypatch.setattr(mp, "pack_command", refuse)
+    for cmd in (JointCommand(*fields), JointCommand(*(a.copy() for a in fields))):
+        assert plant.step(cmd, 1e-3).violation == ""
