@@ -234,3 +234,12 @@ def test_a_diverged_estimate_stops_the_commands_and_the_plant_takes_over(tmp_pat
     out["server"].stop = True  # the lockstep plant waits for a controller that left: end it
     thread.join(30)
     assert summary["exit_code"] == 4 and summary["reason"].startswith("estimate diverged at t = 0.290 s")
+
+
+def test_an_estimator_reuses_its_robots_leg_kinematics():
+    """The leg kinematics (~6 ms of code generation) are built once per model, so the estimator
+    a hardware run's CONFIG starts costs no tick time: warm_up builds them before the run."""
+    model = get_robot("go1")
+    LeggedEstimator.warm_up(model)
+    a, b = LeggedEstimator(model, period_s=0.01), LeggedEstimator(model, period_s=0.02)
+    assert a.legs is b.legs and a.T != b.T
