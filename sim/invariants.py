@@ -160,11 +160,14 @@ class LatchedViolation:
         self.violation, self._good = "", None
         self.invariants.reset_report()
 
-    def _checked(self, state, gaps: np.ndarray | None = None, failure: int | None = None):
+    def _checked(self, state, failure: int | None = None):
         """`state` with its invariants checked; on a violation, latched and the held state.
         failure: `_first_failure`'s answer for the state when the plant's compiled code ran it."""
+        if failure == OK:  # a plant's every step: no call beyond this one
+            self._good = state
+            return state
         if failure is None:
-            violation = self.invariants.check(state.t, state.q, state.v, gaps)
+            violation = self.invariants.check(state.t, state.q, state.v)
         else:
             violation = self.invariants.explain(failure, state.t, state.q, state.v)
         if not violation:

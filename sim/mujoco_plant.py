@@ -41,7 +41,7 @@ from robots import ccall
 from robots.model import RobotModel
 from robots.urdf import mujoco_state
 from sim import invariants as _invariants
-from sim.invariants import OK, Invariants, LatchedViolation, _first_failure
+from sim.invariants import Invariants, LatchedViolation, _first_failure
 from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset,
                           pack_command)
 
@@ -243,24 +243,20 @@ class MujocoPlant(LatchedViolation):
             mj.opt.timestep = h
         self._t += dt
         d.time = self._t  # no drift from the steps' rounding
-        state, _, failure = self._state()
-        if failure == OK and not self.violation:  # the common case of `_checked`, without its calls
-            self._good = state
-            return state
-        return self._checked(state, None, failure)
+        return self._checked(*self._state())
 
     def state(self) -> PlantState:
         """The current PlantState: contact flags and forces of each foot, N: (normal, tangential
         along x) planar, (normal, x, y) in 3D; tau the actuators' torques of the last step, N m."""
         return self._state()[0]
 
-    def _state(self) -> tuple[PlantState, None, int]:
-        """(state, None, failure): `state()` and the invariants' answer for it, as `_checked` takes them."""
+    def _state(self) -> tuple[PlantState, int]:
+        """(state, failure): `state()` and the invariants' answer for it, as `_checked` takes them."""
         nq, nv, nu, nc, dim = self._sizes
         q, v, tau = np.empty(nq), np.empty(nv), np.empty(nu)
         contact, force = np.empty(nc, dtype=np.bool_), np.empty((nc, dim))
         failure = _read_state(*self._views, self._act, q, v, contact, force, tau, *self._check_args)
-        return PlantState(self._t, q, v, contact, force, tau, self.violation), None, failure
+        return PlantState(self._t, q, v, contact, force, tau, self.violation), failure
 
 
 # numba tracks this file only; the invariants' check (and ccall, which it inlines) are inlined into _read_state

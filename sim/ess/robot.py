@@ -53,7 +53,7 @@ from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel
 
 from .. import invariants as _invariants
-from ..invariants import DEFAULT_PENETRATION_LIMIT_M, OK, Invariants, LatchedViolation, _first_failure
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, LatchedViolation, _first_failure
 from ..protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_reset, pack_command,
                         packed_commands_ok)
 from . import kernel as K
@@ -1014,11 +1014,7 @@ class EssPlant(LatchedViolation):
             return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
         q, v, force, tau, contact = self._outputs
         state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
-        failure = self._I.item(I_CHECK)  # the compiled call checked the invariants at the new state
-        if failure == OK:  # `_checked`'s common case, without its calls
-            self._good = state
-            return state
-        return self._checked(state, None, failure)
+        return self._checked(state, self._I.item(I_CHECK))  # the compiled call checked the invariants
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
