@@ -115,17 +115,19 @@ def trot_commands(model, seconds: float, period: float) -> list:
     return commands
 
 
-def _trajectory(plant, q0: np.ndarray, commands, period: float) -> tuple[np.ndarray, float]:
-    """(base positions (ticks, 3), wall seconds) of `commands` (one per period) from q0."""
+def _trajectory(plant, q0: np.ndarray, commands, period: float) -> tuple[np.ndarray, float, str]:
+    """(q after each tick (ticks, nq), wall seconds, the violation or "") of `commands` (one per
+    period) from q0; a violation ends the run."""
     plant.reset(q0)
-    out = []
+    out, violation = [], ""
     t0 = time.perf_counter()
     for c in commands:
         s = plant.step(c, period)
         if s.violation:
-            raise RuntimeError(f"plant violation: {s.violation}")
-        out.append(s.q[:3].copy())
-    return np.array(out), time.perf_counter() - t0
+            violation = s.violation
+            break
+        out.append(s.q.copy())
+    return np.array(out), time.perf_counter() - t0, violation
 
 
 # each plant's fine-step reference for the accuracy column (options of make_plant)
@@ -141,9 +143,12 @@ def accuracy_mm(name: str, model, q0: np.ndarray, period: float, max_step: float
 
     commands = trot_commands(model, ACCURACY_S, period)
     opts = {} if max_step is None else {"max_step": max_step}
-    ours, _ = _trajectory(make_plant(name, model, **opts), q0, commands, period)
-    fine, _ = _trajectory(make_plant(name, model, **FINE[name]), q0, commands, period)
-    err = np.linalg.norm(ours - fine, axis=1) * 1e3
+    runs = [_trajectory(make_plant(name, model, **o), q0, commands, period) for o in (opts, FINE[name])]
+    for _, _, violation in runs:
+        if violation:
+            raise RuntimeError(f"plant violation: {violation}")
+    (ours, _, _), (fine, _, _) = runs
+    err = np.linalg.norm(ours[:, :3] - fine[:, :3], axis=1) * 1e3  # the base's position
     return {"max_mm": round(float(err.max()), 3), "rms_mm": round(float(np.sqrt((err ** 2).mean())), 3)}
 
 
@@ -158,18 +163,11 @@ def nmdp_at_10ms(model, q0: np.ndarray, reps: int) -> dict:
     stand = [trot_commands(model, period, period)[0]] * 200  # the trot's first command: all four feet down
     out = {}
     for label, commands in (("stand", stand), ("trot", trot_commands(model, 2.0, period))):
-        walls, qs, violation = [], None, ""
+        walls, violation = [], ""
         for _ in range(reps):
-            plant.reset(q0)
-            q, t0 = [], time.perf_counter()
-            for c in commands:
-                s = plant.step(c, period)
-                if s.violation:
-                    violation = s.violation
-                    break
-                q.append(s.q.copy())
-            walls.append(time.perf_counter() - t0)
-            qs = np.array(q)
+            qs, wall, bad = _trajectory(plant, q0, commands, period)
+            walls.append(wall)
+            violation = violation or bad
         t = period * np.arange(1, len(qs) + 1)
         fell = bool(violation) or fall_time(t, qs, list(model.q_names), float(model.q0[2]),
                                             body_heights(model, qs)) is not None

@@ -42,8 +42,7 @@ from robots.model import RobotModel
 from robots.urdf import mujoco_state
 from sim import invariants as _invariants
 from sim.invariants import Invariants, LatchedViolation, _first_failure
-from sim.protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_dt, checked_reset,
-                          pack_command)
+from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset, pack_command
 
 # MuJoCo's default soft contact (solref 0.02 s, critically damped) lets a foot landing at v m/s
 # sink about v x 7.5 ms before it holds (26 mm for the point mass dropped 1 m, 4.4 m/s): the
@@ -163,7 +162,6 @@ class MujocoPlant(LatchedViolation):
         self.mj.opt.timestep = self.h
         self.data = mujoco.MjData(self.mj)
         self.joints = actuated_joints(model)  # into v (MuJoCo's qvel has the same layout)
-        self.joints_q = actuated_positions(model)  # into q
         self.u_max = np.array(model.u_max, dtype=float)
         self.invariants = Invariants(model, penetration_limit_m)
         self._check_args = self.invariants.compiled_args
