@@ -120,22 +120,20 @@ def vector_field(model: RobotModel) -> ca.Function:
     else:
         Jn, Jt = model.normal_jacobian(), model.slip_jacobian()
         vn, vt = Jn @ v, Jt @ v
-    tau_gen = model.B @ tau if nu else ca.SX.zeros(model.nv)
-    gen = tau_gen - model.bias
-    force, world = ca.SX(nc, 1 + nt), []
+    force, pairs = ca.SX(nc, 1 + nt), []
     for i, c in enumerate(model.contacts):
         fn = ca.if_else(s[i] > 0.5, -c.stiffness * phi[i] - c.damping * vn[i], 0.0)
-        rows = slice(nt * i, nt * (i + 1))
-        ft = friction_force(c.mu, fn, vt[rows], vs) if c.mu > 0 else ca.SX.zeros(nt)
-        if aba:
-            world.append(ca.vertcat(ft, fn))  # world (x, y, z): tangential, then normal
-        else:
-            gen = gen + Jn[i, :].T * fn + Jt[rows, :].T @ ft
+        ft = friction_force(c.mu, fn, vt[nt * i:nt * (i + 1)], vs) if c.mu > 0 else ca.SX.zeros(nt)
         force[i, 0] = fn
         force[i, 1:] = ft.T
-    if aba:
-        dv = model.forward_dynamics(tau_gen - model.passive, world)
+        pairs.append((fn, ft))
+    tau_gen = model.B @ tau if nu else ca.SX.zeros(model.nv)
+    if aba:  # each contact's world force (x, y, z: tangential, then normal) at its touching point
+        dv = model.forward_dynamics(tau_gen - model.passive, [ca.vertcat(ft, fn) for fn, ft in pairs])
     else:
+        gen = tau_gen - model.bias
+        for i, (fn, ft) in enumerate(pairs):
+            gen = gen + Jn[i, :].T * fn + Jt[nt * i:nt * (i + 1), :].T @ ft
         dv = block_solve(model.mass_matrix, gen, mass_matrix_pattern(model))
     qdot = model.velocity_map @ v if model.floating_base else v
     return ca.Function("ess_rhs", [ca.vertcat(q, v), s, u, vs], [ca.vertcat(qdot, dv), phi, vn, force, tau],
