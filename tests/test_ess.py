@@ -456,6 +456,33 @@ def test_w_is_reused_within_a_contact_mode_and_rebuilt_on_a_mode_change():
     assert rebuilt(x_slip, stance)
 
 
+def test_a_tick_under_an_unchanged_command_starts_from_the_memo_of_f():
+    """Go1 standing on ESS at 1 ms ticks: the quaternion stays within QUAT_NORM_TOL of unit norm, and
+    under a held command nearly every tick starts where the last one evaluated f (so its first
+    stage costs no ess_rhs call); a changed command is never served from the memo."""
+    from mpc.controllers import stance_feedforward
+    from sim.ess.robot import FOUT_FULL, QUAT_NORM_TOL, _load_point
+
+    model = get_robot("go1")
+    cmd = JointCommand(stance_feedforward(model, model.q0), model.q0[7:].copy(), np.zeros(12), np.full(12, 60.0),
+                       np.full(12, 2.0))
+    plant = EssPlant(model, verbose=False)
+    q0 = model.q0.copy()
+    q0[2] += 0.05
+    plant.reset(q0)
+    ctx, sigma = plant.system.ctx, plant.guards.sigma
+    hits = 0
+    for k in range(1000):
+        s = plant.step(cmd, 1e-3)
+        assert not s.violation and abs(np.linalg.norm(s.q[3:7]) - 1.0) < 2 * QUAT_NORM_TOL
+        if k >= 800:
+            hits += _load_point(plant.x, sigma, plant._p, ctx, FOUT_FULL)
+    assert hits >= 190, hits  # standing still: the norm drifts past the tolerance only now and then
+    p = plant._p.copy()
+    p[-1] += 0.5  # the next command's kd
+    assert not _load_point(plant.x, sigma, p, ctx, FOUT_FULL)
+
+
 @pytest.mark.parametrize("name", ["quadruped", "go1"])
 def test_friction_w_terms_match_finite_differences(name):
     """W's damping D = -dF/dv of the impedance and stance contact forces (F = M dv/dt + h: gravity

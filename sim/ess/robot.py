@@ -631,6 +631,10 @@ BAD_COMMAND = -1  # the compiled step's status for a command that fails its chec
 SLIP_SPEED = 2e-4  # default v_s, m/s: a foot inside its friction cone creeps < v_s atanh(ft / (mu fn)) (docs/ESS.md)
 STICK_BAND = 2.0  # a stance contact sticks (for W's reuse) while |vt| < STICK_BAND v_s (`_stick_flags`)
 G_KEEP = 0.02  # robot_wsolve keeps its factor while g is within 2 % of the factor's g
+# the quaternion is projected back to unit norm when it is further than this from it: a state left
+# untouched keeps the memo of f at the tick's last point valid, so the next tick's first stage is
+# free under an unchanged command (a norm off by 1e-10 moves a foot by ~1e-11 m)
+QUAT_NORM_TOL = 1e-10
 W_REUSE = 8  # default EssPlant(w_reuse=...): steps W is kept within a contact mode (docs/ESS.md)
 # default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros21's error
 # estimate is of first order and overstates its error, so its tolerance is looser (docs/ESS.md)
@@ -711,8 +715,9 @@ def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     I[I_GUARD] = guard
     if p[8] > 0.0:  # the step's quaternion drifts off unit norm by ~the error tolerance: project back
         norm = np.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
-        for k in range(3, 7):
-            x[k] /= norm
+        if abs(norm - 1.0) > QUAT_NORM_TOL:
+            for k in range(3, 7):
+                x[k] /= norm
     return status
 
 
