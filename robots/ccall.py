@@ -4,6 +4,7 @@
 
 Passing addresses as plain int64 (e.g. in an array) keeps numba's dispatch on its fast path:
 ctypes function objects as arguments cost ~30 us per call to type-check, an int64 costs nothing.
+`carray(f64_pointer(address), shape)` views a float64 buffer by its address the same way.
 
 `drop_stale_cache(dispatcher, prefix, files)`: numba's disk cache checks only a function's own
 file, so a module whose cached functions inline code of other modules (this intrinsic, a shared
@@ -34,6 +35,20 @@ def call_flat(typingctx, address, in_ptr, out_ptr):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def f64_pointer(typingctx, address):
+    """Numba intrinsic: the integer `address` as a float64 pointer, for `numba.carray(pointer,
+    shape)`: a view of a buffer the caller keeps alive (e.g. MuJoCo's mjData arrays)."""
+    if not isinstance(address, types.Integer):
+        return None
+    ptr = types.CPointer(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(ptr))
+
+    return ptr(address), codegen
 
 
 def drop_stale_cache(dispatcher, prefix: str, dependencies: list[str]) -> None:

@@ -4,24 +4,25 @@
     state = plant.reset(q0)
     state = plant.step(command, 0.01)
 
-The model is the robot's own MJCF (`RobotModel.mjcf`, made from the same definition; tests
-check MuJoCo's M and bias forces against ours), so MuJoCo's contacts are its own, soft: a 3D
-robot's feet carry the compliant plants' stiffness (robots/urdf.py, `with_contact_springs`),
-a planar robot's MuJoCo's defaults; friction from the model's `mu`. The joint impedance law of
-the plant protocol is MuJoCo's own at every MuJoCo step (timestep 1 / plant_rate_hz): each
-motor becomes an affine actuator, force = (tau_ff + kp q_des + kd v_des) - kp q - kd v, its
-force limited to u_max, so a control period is one `mj_step(..., nstep)` call with no Python
-between the steps. Contact flags and forces (normal, tangential along x; N) come from a MuJoCo
-contact sensor per foot (`with_foot_sensors`: the net force of the foot's contacts with the
-floor), so that a step reads one array MuJoCo fills instead of walking its contact list; a test
-checks them against `mj_contactForce` over that list. Per step, one compiled call loads the
-command into the actuators and one reads the outputs and checks the invariants. Planar robots: q and v
-are MuJoCo's qpos and qvel (the MJCF's joints are the model's coordinates, in order). 3D
-robots: MuJoCo's free joint stores the quaternion as (w, x, y, z) and the base's linear
-velocity in the world frame; the plant converts to and from the model's (x, y, z, w) and
-base-frame velocity (`robots.urdf.mujoco_state`), and reports per foot (normal, x, y) forces. The
-invariants of sim/invariants.py are checked after every step, as on the other plants, with
-MUJOCO_PENETRATION_LIMIT_M as the default limit (soft contacts sink on impact).
+The model is the robot's own MJCF (`RobotModel.mjcf`, made from the same definition; tests check
+MuJoCo's M and bias forces against ours), so MuJoCo's contacts are its own, soft: a 3D robot's feet
+carry the compliant plants' stiffness (robots/urdf.py, `with_contact_springs`), a planar robot's
+MuJoCo's defaults; friction from the model's `mu`. The joint impedance law of the plant protocol is
+MuJoCo's own at every MuJoCo step (timestep 1 / plant_rate_hz): each motor becomes an affine
+actuator, force = (tau_ff + kp q_des + kd v_des) - kp q - kd v, its force limited to u_max, so a
+control period has no Python between the steps. Contact flags and forces (normal, tangential along
+x; N) come from a MuJoCo contact sensor per foot (`with_foot_sensors`: the net force of the foot's
+contacts with the floor), so that a step reads one array MuJoCo fills instead of walking its
+contact list; a test checks them against `mj_contactForce` over that list. A control period is one
+compiled call (`_advance`): it loads the command into the actuators, calls MuJoCo's C `mj_step` by
+its address (the bindings' `_address` of the model and data, MuJoCo's buffers viewed by theirs) and
+reads the outputs and checks the invariants; a test checks it bit for bit against the bindings'
+`mj_step`. Planar robots: q and v are MuJoCo's qpos and qvel (the MJCF's joints are the model's
+coordinates, in order). 3D robots: MuJoCo's free joint stores the quaternion as (w, x, y, z) and
+the base's linear velocity in the world frame; the plant converts to and from the model's (x, y, z,
+w) and base-frame velocity (`robots.urdf.mujoco_state`), and reports per foot (normal, x, y)
+forces. The invariants of sim/invariants.py are checked after every step, as on the other plants,
+with MUJOCO_PENETRATION_LIMIT_M as the default limit (soft contacts sink on impact).
 
 Measured (`LEGMPC_FUZZ_PLANTS=mujoco python -m launch bench plant-fuzz --full --json`): 10,000
 examples, 0 fall-throughs, 0 exceptions, 0 violations, deepest gap 31 mm, 48 s. MuJoCo's soft
@@ -34,7 +35,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 from numba import types as nbt
 
 from robots import ccall
@@ -101,17 +102,11 @@ def _read_state(qpos, qvel, sensordata, actuator_force, act, q, v, contact, forc
     return _first_failure(q, v, heights_address, heights, nc, lowest, floating)
 
 
-_FIELD = nbt.Array(nbt.float64, 1, "C", readonly=True)  # writable arrays match too; the bridge's are read-only
-
-
-@njit(nbt.boolean(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD, nbt.int64[::1], nbt.float64[::1], nbt.float64[:, ::1]),
-      cache=True)
+@njit(cache=True)
 def _load_command(tau_ff, q_des, v_des, kp, kd, act, ctrl, biasprm):
     """Load a command into the impedance law's actuators: ctrl = tau_ff + kp q_des + kd v_des,
     bias -kp q - kd v (module docstring). False, with nothing loaded, unless every field has
-    length nu and is finite and the gains are >= 0; the signature refuses anything but
-    C-contiguous float64 vectors, writable or not (TypeError), so a bad command costs no
-    compilation and takes `pack_command`'s checks."""
+    length nu and is finite and the gains are >= 0."""
     nu = act.shape[0]
     for x in (tau_ff, q_des, v_des, kp, kd):
         if x.shape[0] != nu:
@@ -128,6 +123,51 @@ def _load_command(tau_ff, q_des, v_des, kp, kd, act, ctrl, biasprm):
         biasprm[a, 1] = -kp[j]
         biasprm[a, 2] = -kd[j]
     return True
+
+
+BAD_COMMAND = -1  # `_advance`'s answer for a command that fails `_load_command`'s check
+# `_advance`'s calls: addresses of mj_step, the mjModel and mjData, and of MuJoCo's buffers it
+# reads and writes (fixed for the data's life), and the invariants' heights function
+C_STEP, C_MODEL, C_DATA, C_QPOS, C_QVEL, C_SENSOR, C_ACT_FORCE, C_CTRL, C_BIASPRM, C_HEIGHTS = range(10)
+_FIELD = nbt.Array(nbt.float64, 1, "C", readonly=True)  # writable arrays match too; the bridge's are read-only
+_VEC = nbt.float64[::1]
+
+
+@njit(nbt.int64(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD, nbt.int64[::1], nbt.int64[::1], nbt.int64,
+                _VEC, _VEC, nbt.boolean[::1], nbt.float64[:, ::1], _VEC, _VEC, nbt.float64, nbt.boolean), cache=True)
+def _advance(tau_ff, q_des, v_des, kp, kd, act, calls, nstep, q, v, contact, force, tau, heights, lowest, floating):
+    """A control period in one compiled call: load the command (`_load_command`), take nstep
+    MuJoCo steps (mj_step called by address) and read the outputs into q to tau (`_read_state`;
+    heights, lowest, floating and calls[C_HEIGHTS] as in `Invariants.compiled_args`). MuJoCo's
+    buffers are views made from their addresses in `calls` (layout: C_STEP ...), which keeps this
+    call's dispatch to 16 arguments. Returns BAD_COMMAND, with nothing loaded or stepped, for a
+    command that fails the check, else the invariants' `_first_failure` after the steps. The
+    signature refuses anything but C-contiguous float64 command vectors, writable or not
+    (TypeError), so a bad command costs no compilation and takes `pack_command`'s checks."""
+    nq, nv, nc, nu = q.shape[0], v.shape[0], contact.shape[0], tau.shape[0]  # MuJoCo's nu: `_impedance_actuators`
+    ctrl = carray(ccall.f64_pointer(calls[C_CTRL]), nu)
+    biasprm = carray(ccall.f64_pointer(calls[C_BIASPRM]), (nu, 10))  # mjNBIAS
+    if not _load_command(tau_ff, q_des, v_des, kp, kd, act, ctrl, biasprm):
+        return BAD_COMMAND
+    for _ in range(nstep):
+        ccall.call_flat(calls[C_STEP], calls[C_MODEL], calls[C_DATA])
+    return _read_state(carray(ccall.f64_pointer(calls[C_QPOS]), nq), carray(ccall.f64_pointer(calls[C_QVEL]), nv),
+                       carray(ccall.f64_pointer(calls[C_SENSOR]), 4 * nc),
+                       carray(ccall.f64_pointer(calls[C_ACT_FORCE]), nu), act, q, v, contact, force, tau,
+                       calls[C_HEIGHTS], heights, nc, lowest, floating)
+
+
+def _mj_step_address(mujoco) -> int:
+    """The address of the C function mj_step in the MuJoCo library the `mujoco` package loaded."""
+    import ctypes
+    from pathlib import Path
+
+    found = sorted(Path(mujoco.__file__).parent.glob("libmujoco.so*")) + sorted(
+        Path(mujoco.__file__).parent.glob("libmujoco*.dylib"))
+    if not found:
+        raise RuntimeError(f"MujocoPlant: no libmujoco shared library beside {mujoco.__file__}; the plant calls "
+                           f"mj_step from compiled code and needs the MuJoCo wheel's library")
+    return ctypes.cast(ctypes.CDLL(str(found[0])).mj_step, ctypes.c_void_p).value
 
 
 class MujocoPlant(LatchedViolation):
@@ -168,10 +208,19 @@ class MujocoPlant(LatchedViolation):
         self._impedance_actuators()
         d = self.data
         self._actuators = (self._act, d.ctrl, self.mj.actuator_biasprm)  # `_load_command`'s last arguments
+        heights_address, heights, _, lowest, floating = self._check_args
+        buffers = (d.qpos, d.qvel, d.sensordata, d.actuator_force, d.ctrl, self.mj.actuator_biasprm)
+        if self.mj.actuator_biasprm.shape != (model.nu, 10) or not all(b.flags.c_contiguous for b in buffers):
+            raise RuntimeError(f"MujocoPlant: MuJoCo {mujoco.__version__}'s buffers are not laid out as this plant "
+                               f"reads them (actuator_biasprm {self.mj.actuator_biasprm.shape}, expected (nu, 10))")
+        # `_advance`'s calls (C_STEP ...); `_address` is MuJoCo's mjModel* and mjData*
+        self._calls = np.array([_mj_step_address(mujoco), self.mj._address, d._address]
+                               + [b.ctypes.data for b in buffers] + [heights_address], dtype=np.int64)
+        self._advance_tail = (heights, lowest, floating)
         self._views = (d.qpos, d.qvel, d.sensordata, d.actuator_force)  # MuJoCo's buffers: fixed for d's life
         self._sizes = (model.nq, model.nv, model.nu, model.nc, model.dim)
         self._mj_step = mujoco.mj_step
-        self._t = 0.0  # s, MuJoCo's d.time, kept here too: reading it back costs a binding call a step
+        self._t = 0.0  # s, the plant's time (MuJoCo's d.time advances by its own steps; reading it costs a binding call)
         self._ready = False
 
     def _impedance_actuators(self) -> None:
@@ -219,29 +268,34 @@ class MujocoPlant(LatchedViolation):
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
         if not (type(dt) is float and 0.0 <= dt < math.inf):
             dt = checked_dt(self.model, dt)
-        try:  # fast path: a well-formed command goes straight into the actuators
-            loaded = not self.violation and _load_command(command.tau_ff, command.q_des, command.v_des, command.kp,
-                                                          command.kd, *self._actuators)
-        except TypeError:
-            loaded = False
-        if not loaded:
-            packed = pack_command(command, self.model)  # ValueError names a bad field; fills missing ones
-            if self.violation:
-                return self._held_state()
-            nu = self.model.nu
-            _load_command(*(packed[k * nu:(k + 1) * nu] for k in range(5)), *self._actuators)
-        d, mj, h = self.data, self.mj, self.h
+        if self.violation:  # the physics failed earlier: hold the last good state until reset
+            pack_command(command, self.model)  # a bad command still raises ValueError
+            return self._held_state()
+        h = self.h
         n = int((dt + 1e-12) / h)  # whole MuJoCo steps, then what is left of dt
-        if n:
-            self._mj_step(mj, d, n)
         rest = dt - n * h
-        if rest > 1e-12:
+        nq, nv, nu, nc, dim = self._sizes
+        q, v, tau = np.empty(nq), np.empty(nv), np.empty(nu)
+        contact, force = np.empty(nc, dtype=np.bool_), np.empty((nc, dim))
+        act, calls, tail = self._act, self._calls, self._advance_tail
+        try:  # fast path: a well-formed command goes straight into the actuators
+            failure = _advance(command.tau_ff, command.q_des, command.v_des, command.kp, command.kd, act, calls, n,
+                               q, v, contact, force, tau, *tail)
+        except (TypeError, AttributeError):
+            failure = BAD_COMMAND
+        if failure == BAD_COMMAND:
+            packed = pack_command(command, self.model)  # ValueError names a bad field; fills missing ones
+            failure = _advance(*(packed[k * nu:(k + 1) * nu] for k in range(5)), act, calls, n,
+                               q, v, contact, force, tau, *tail)
+        self._t += dt
+        if rest > 1e-12:  # a last, shorter MuJoCo step (dt not a multiple of 1 / plant_rate_hz)
+            mj, d = self.mj, self.data
             mj.opt.timestep = rest
             self._mj_step(mj, d)
             mj.opt.timestep = h
-        self._t += dt
-        d.time = self._t  # no drift from the steps' rounding
-        return self._checked(*self._state())
+            d.time = self._t  # no drift from the steps' rounding
+            return self._checked(*self._state())
+        return self._checked(PlantState(self._t, q, v, contact, force, tau, ""), failure)
 
     def state(self) -> PlantState:
         """The current PlantState: contact flags and forces of each foot, N: (normal, tangential
