@@ -492,7 +492,7 @@ def test_friction_w_terms_match_finite_differences(name):
     for tanh(r) / vt in 1-D). On go1, K's column of the base height (no Jacobian depends on it):
     -dF/dz, the normal force's k and the friction's dependence on it."""
     from robots import numeric
-    from sim.ess.robot import robot_f, robot_wprep
+    from sim.ess.robot import robot_f, robot_wprep, terms_offsets
 
     model = get_robot(name)
     fns = numeric(model)
@@ -516,7 +516,7 @@ def test_friction_w_terms_match_finite_differences(name):
         robot_wprep(0.0, x, sigma, p, ctx)
         Kx, Dx = ctx[7][1].copy(), ctx[7][2].copy()
         bt = ctx[3]
-        o_jt = nv * nv + nv + nc + nc * nv
+        o_jt = terms_offsets(nv, nc)[2]
         Jt = bt[o_jt:o_jt + nc * nt * nv].reshape(nc * nt, nv).copy()
         fd = np.empty((nv, nv))
         for c in range(nv):

@@ -145,7 +145,7 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     (every f), the plant's outputs, the dynamics terms (W's rebuilds), the contact gaps and
     Jacobians (events)."""
     q, v = model.q, model.v
-    M, h = model.mass_matrix, model.bias
+    M = model.mass_matrix
     phi, Jn, Jt = model.contact_gaps(), model.normal_jacobian(), model.slip_jacobian()
     rhs = vector_field(model)
     point = rhs.sx_in()
@@ -154,7 +154,8 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
         # the plant's outputs alone (no mass matrix: ~1/5 of ess_rhs's instructions), for a tick
         # that does not end with an ess_rhs evaluation (ROS21)
         ca.Function("ess_out", point, rhs.call(point)[1:], rhs.name_in(), rhs.name_out()[1:]),
-        ca.Function("ess_terms", [q, v], [M, h, phi, Jn, Jt], ["q", "v"], ["M", "h", "phi", "Jn", "Jt"]),
+        # W's rebuild needs no bias h (a quarter of the instructions): M and the contact terms
+        ca.Function("ess_terms", [q, v], [M, phi, Jn, Jt], ["q", "v"], ["M", "phi", "Jn", "Jt"]),
         ca.Function("ess_contact", [q], [phi, Jn, ca.jacobian(phi, q)], ["q"], ["phi", "Jn", "Jq"]),
         ca.Function("ess_dJnv", [q, v], [ca.jacobian(Jn @ v, q)], ["q", "v"], ["dJnv_dq"]),
     ]
@@ -306,6 +307,12 @@ def robot_Dh(x, p, ctx, out):
 
 
 @njit(cache=True, _nrt=False)
+def terms_offsets(nv, nc):
+    """Offsets of phi, Jn and Jt in `ess_terms`' output (M, phi, Jn, Jt, back to back)."""
+    return nv * nv, nv * nv + nc, nv * nv + nc + nc * nv
+
+
+@njit(cache=True, _nrt=False)
 def _w_book(memo, nu):
     """Offset in memo of robot_wprep's bookkeeping after W's x, sigma and valid flag: the gains
     kp, kd (2 nu) W was built with, its age in steps, the g of the current factor, a stale flag."""
@@ -323,8 +330,10 @@ def robot_wprep(t, x, sigma, p, ctx):
 
     Reuse (a W-method's licence: any W keeps order 2, a stale one only costs step size): W is
     kept while the contact modes and the command's gains are those it was built with, for up to
-    p[6] (`w_reuse`) further steps; at the same x it is always kept. A rebuild marks the
-    factor of `robot_wsolve` stale.
+    p[6] (`w_reuse`) further calls at points other than its own; at the same x it is always kept.
+    The kernel calls it at each accepted step's end and at an integration call's first point, so
+    with one step per tick W lasts w_reuse / 2 + 1 ticks. A rebuild marks the factor of
+    `robot_wsolve` stale.
     """
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
@@ -384,9 +393,7 @@ def robot_wprep(t, x, sigma, p, ctx):
         if abs(tau) < p[base + nu + a]:  # a saturated motor has no stiffness
             Kx[j, j] += p[cmd + 3 * nu + a]
             Dx[j, j] += p[cmd + 4 * nu + a]
-    o_phi = nv * nv + nv
-    o_jn = o_phi + nc
-    o_jt = o_jn + nc * nv
+    o_phi, o_jn, o_jt = terms_offsets(nv, nc)
     nt = int(p[7])
     for i in range(nc):
         if not (sigma[i] > 0.0 and sigma[nc + i] < 0.0):
@@ -436,7 +443,7 @@ def _stick_flags(x, sigma, p, bt, flags, store):
     across that switch costs steps (go1 dropped 0.1 m: 2.6 steps a tick while landing with these
     rebuilds, 5.5 without)."""
     nq, nv, nc, nt = int(p[0]), int(p[1]), int(p[3]), int(p[7])
-    o_jt = nv * nv + nv + nc + nc * nv
+    o_jt = terms_offsets(nv, nc)[2]
     band = STICK_BAND * p[4]
     changed = False
     for i in range(nc):
@@ -848,9 +855,10 @@ class EssPlant(LatchedViolation):
             integration step, s.
         slip_speed: v_s of the tanh friction law, m/s (default SLIP_SPEED, 2e-4: creep < 0.4 mm/s
             up to 95 % of the friction cone). liftoff: "force" or "gap".
-        w_reuse: ros21/ros23: how many further steps W (and its factor) is kept while the contact
-            modes and the command's gains are unchanged (0: rebuilt at every new state; the
-            accuracy and speed of each: docs/ESS.md).
+        w_reuse: ros21/ros23: at how many further points W (and its factor) is kept while the
+            contact modes and the command's gains are unchanged: a step's end and a tick's first
+            point each count, so one step per tick keeps it w_reuse / 2 + 1 ticks (0: rebuilt at
+            every new state; the accuracy and speed of each: docs/ESS.md).
         on_violation: "locate" (default: exact event location where liveness fails) or "raise"
             (advance() and rollout() raise LivenessError; step() reports it in the state's violation).
         penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
