@@ -210,6 +210,9 @@ class MujocoPlant(LatchedViolation):
         self._actuators = (self._act, d.ctrl, self.mj.actuator_biasprm)  # `_load_command`'s last arguments
         heights_address, heights, _, lowest, floating = self._check_args
         buffers = (d.qpos, d.qvel, d.sensordata, d.actuator_force, d.ctrl, self.mj.actuator_biasprm)
+        if self.mj.nsensordata != 4 * model.nc:
+            raise ValueError(f"{model.name}: the MJCF has sensors of its own ({self.mj.nsensordata - 4 * model.nc} "
+                             f"values); the plant reads sensordata as its foot sensors alone: remove them")
         if self.mj.actuator_biasprm.shape != (model.nu, 10) or not all(b.flags.c_contiguous for b in buffers):
             raise RuntimeError(f"MujocoPlant: MuJoCo {mujoco.__version__}'s buffers are not laid out as this plant "
                                f"reads them (actuator_biasprm {self.mj.actuator_biasprm.shape}, expected (nu, 10))")

@@ -54,6 +54,10 @@ def test_bad_input_is_refused():
     no_floor = dataclasses.replace(model, mjcf=model.mjcf.replace('name="floor"', 'name="ground"'))
     with pytest.raises(ValueError, match="geom named 'floor'"):
         MujocoPlant(no_floor)
+    head, tail = model.mjcf.rsplit("</mujoco>", 1)  # a sensor of the MJCF's own would shift the feet's
+    own_sensor = dataclasses.replace(model, mjcf=f'{head}<sensor><clock name="c"/></sensor></mujoco>{tail}')
+    with pytest.raises(ValueError, match="sensors of its own"):
+        MujocoPlant(own_sensor)
 
 
 def _contact_list_forces(plant, model) -> np.ndarray:
