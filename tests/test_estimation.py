@@ -115,19 +115,32 @@ def test_bad_sensor_values_are_rejected_counted_and_the_estimate_goes_on(trot):
     assert f["vel_rms_mps"] <= 0.05 and f["roll_pitch_rms_deg"] <= 1.0, f
 
 
-def test_a_held_accelerometer_reading_moves_the_velocity_briefly(trot):
-    """One absurd accelerometer reading mid-trot is held at its last good value, with the larger
-    noise HELD_ACCEL_STD: the velocity estimate it moves is back within 3 cm/s of the undamaged
-    run's 5 ticks later (with the nominal noise it stayed ~0.13 m/s off for 0.1 s)."""
-    def corrupt(k, reading):
-        if k == 120:
-            reading["accel"] = np.array([0.0, 0.0, 1e6])
+def test_a_held_accelerometer_reading_moves_the_velocity_briefly(trot, monkeypatch):
+    """One absurd accelerometer reading mid-trot is held at its last good value with the larger
+    noise HELD_ACCEL_STD, so the legs correct the velocity it moved: over six such readings (each
+    in its own run), the velocity's deviation from the undamaged run in the 0.3 s after is less
+    than half what it is with the sensor's nominal noise (HELD_ACCEL_STD 0), and the run's
+    velocity RMS grows less."""
+    import estimation.estimator as estimator_module
 
-    _, _, _, (_, _, v) = _feed(trot, GO1_SENSORS, 7)
-    est, _, _, (_, _, v_bad) = _feed(trot, GO1_SENSORS, 7, corrupt=corrupt)
-    assert est.rejected == {"accel": 1}
-    off = np.linalg.norm(v_bad[:, :3] - v[:, :3], axis=1)
-    assert off[:120].max() == 0.0 and off[125:].max() < 0.03, off[118:140].round(3)
+    _, _, clean, (_, _, v) = _feed(trot, GO1_SENSORS, 7)
+    deviation, growth = {}, {}
+    for held in (estimator_module.HELD_ACCEL_STD, 0.0):
+        monkeypatch.setattr(estimator_module, "HELD_ACCEL_STD", held)
+        deviation[held], growth[held] = 0.0, 0.0
+        for k0 in range(100, 400, 50):
+            def corrupt(k, reading, k0=k0):
+                if k == k0:
+                    reading["accel"] = np.array([0.0, 0.0, 1e6])
+
+            est, _, f, (_, _, v_bad) = _feed(trot, GO1_SENSORS, 7, corrupt=corrupt)
+            assert est.rejected == {"accel": 1}
+            off = np.linalg.norm(v_bad[:, :3] - v[:, :3], axis=1)
+            assert off[:k0].max() == 0.0
+            deviation[held] += off[k0:k0 + 30].mean()
+            growth[held] += f["vel_rms_mps"] - clean["vel_rms_mps"]
+    held, nominal = deviation
+    assert deviation[held] < 0.5 * deviation[nominal] and growth[held] < growth[nominal], (deviation, growth)
 
 
 def test_an_estimate_that_loses_the_ground_says_it_diverged():
