@@ -731,3 +731,36 @@ def test_foot_released_and_pushed_again_within_one_step_re_touches():
     r = fuzz.run_case(fuzz.PlantPool(), "ess", case)
     assert r["exception"] == "" and r["violation"] == ""
     assert not r["fall_through"] and r["min_gap"] > -0.01
+
+
+_TROT_HASH = """
+import hashlib, numpy as np
+from bench.plant3d import trot_commands
+from robots import get_robot
+from sim.registry import make_plant
+model = get_robot("go1")
+plant = make_plant("ess", model)
+q0 = model.q0.copy()
+q0[2] += 0.02
+plant.reset(q0)
+qs = [plant.step(c, 1e-3).q for c in trot_commands(model, 0.6, 1e-3)]
+print(hashlib.sha256(np.array(qs).tobytes()).hexdigest())
+"""
+
+
+def test_ess_results_do_not_depend_on_numbas_cache(tmp_path):
+    """go1 dropped 2 cm into 0.6 s of the open-loop trot on ESS gives the same trajectory, bit for
+    bit, in this process (numba's cache as the suite left it) and in a process that compiles every
+    function afresh into an empty cache (NUMBA_CACHE_DIR). With fastmath's reassociation and
+    contraction in the plant's loops it did not: the rounding followed numba's inlining."""
+    import os
+    import subprocess
+    import sys
+
+    here = {}
+    exec(compile(_TROT_HASH.replace("print(", "here['hash'] = ("), "trot", "exec"), {"here": here})
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    fresh = subprocess.run([sys.executable, "-c", _TROT_HASH], env=env, capture_output=True, text=True, timeout=600,
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    assert fresh.stdout.strip().splitlines()[-1] == here["hash"]

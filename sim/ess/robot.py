@@ -61,8 +61,11 @@ from . import static_call
 from .static_call import static
 from .integrator import EssIntegrationError, EssSystem, GuardState, LivenessError
 
-# reassociation and contraction (FMA) for the small dense loops; NaN/inf semantics kept
-FAST = {"reassoc", "contract", "nsz", "arcp"}
+# No fastmath: with reassociation and contraction (FMA) the rounding of these loops depended on
+# how numba inlined them, which differs between a fresh compile and code loaded from its cache, so
+# one scenario gave two trajectories (a go1 trot 3 mm apart after 4 s, the chaos of contact
+# events growing the rounding) depending on the cache's state; without it they are bit-identical,
+# for ~4 % of an ESS step (test_ess_results_do_not_depend_on_numbas_cache)
 HEADER = 9  # p = [nq, nv, nu, nc, slip_speed, liftoff_force, w_reuse, nt, floating, k(nc), b(nc), mu(nc),
 #               joint(nu), u_max(nu), command(5 nu)]; nt tangent rows per contact (1 planar, 2 in 3D),
 #               floating 1 for a floating base (q = (position, quaternion, joints), dq/dt = G(q) v)
@@ -319,7 +322,7 @@ def _w_book(memo, nu):
     return memo.shape[0] - 2 * nu - 3
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def robot_wprep(t, x, sigma, p, ctx):
     """The Rosenbrock-W methods' W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
 
@@ -434,7 +437,7 @@ def robot_wprep(t, x, sigma, p, ctx):
                     Dx[r, c] += nr * jn[c] + tr * jt[c]
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _stick_flags(x, sigma, p, bt, flags, store):
     """Which stance contacts stick (|vt| < STICK_BAND v_s, where the friction law's slope mu fn / v_s
     acts) at x, with the tangent Jacobian W was built with (bt): store them in flags (store True),
@@ -464,7 +467,7 @@ def _stick_flags(x, sigma, p, bt, flags, store):
     return changed
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _friction_3d(Kx, Dx, jn, jt, v, mu, k_i, b_i, fn, vs, nv):
     """W's terms of a 3D stance contact's friction ft = -mu fn phi(r) vt (`friction_force`,
     phi(r) = tanh(r) / (r vs), r = |vt| / vs; jt holds the two tangent rows, nv each):
@@ -501,7 +504,7 @@ def _friction_3d(Kx, Dx, jn, jt, v, mu, k_i, b_i, fn, vs, nv):
             Dx[r_, col] += nr * jn[col] + t0 * jt[col] + t1 * jt[nv + col]
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _base_map(quat, a, out, plus):
     """The floating base's rows of G(q) (plus False: out (7) = G a for a base velocity a (6)) or of
     its left inverse G+ = (R^T, 4 E^T) (plus True: out (6) = G+ a for a base rate a (7)), with R
@@ -529,7 +532,7 @@ def _base_map(quat, a, out, plus):
         out[5] = 2.0 * (y * dx - x * dy + w * dz - z * dw)
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _lu_factor(A, piv, n):
     """LU factorisation with partial pivoting, in place (unit lower triangle below the diagonal)."""
     for k in range(n):
@@ -552,7 +555,7 @@ def _lu_factor(A, piv, n):
                 A[i, j] -= a * A[k, j]
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _lu_solve(A, piv, b, n):
     """Solve A y = b in place in b with the factors of `_lu_factor`."""
     for k in range(n):
@@ -571,7 +574,7 @@ def _lu_solve(A, piv, b, n):
         b[i] = s * A[i, i]
 
 
-@njit(cache=True, fastmath=FAST, _nrt=False)
+@njit(cache=True, _nrt=False)
 def robot_wsolve(g, refactor, p, ctx, rhs, out):
     """out = (I - g W)^-1 rhs for the W of `robot_wprep`: with (r_q, r_v) = rhs,
     (M + g D + g^2 K) out_v = M r_v - g K G+ r_q and out_q = r_q + g G out_v (one nv x nv LU,
