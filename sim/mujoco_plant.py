@@ -41,7 +41,8 @@ from numba import types as nbt
 from robots import ccall
 from robots.model import RobotModel
 from robots.urdf import mujoco_state
-from sim import invariants as _invariants
+from sim import command_check, invariants as _invariants
+from sim.command_check import fields_ok
 from sim.invariants import Invariants, LatchedViolation, _first_failure
 from sim.protocol import JointCommand, PlantState, actuated_joints, checked_dt, checked_reset, pack_command
 
@@ -106,17 +107,10 @@ def _read_state(qpos, qvel, sensordata, actuator_force, act, q, v, contact, forc
 def _load_command(tau_ff, q_des, v_des, kp, kd, act, ctrl, biasprm):
     """Load a command into the impedance law's actuators: ctrl = tau_ff + kp q_des + kd v_des,
     bias -kp q - kd v (module docstring). False, with nothing loaded, unless every field has
-    length nu and is finite and the gains are >= 0."""
+    length nu and is finite and the gains are >= 0 (`fields_ok`)."""
     nu = act.shape[0]
-    for x in (tau_ff, q_des, v_des, kp, kd):
-        if x.shape[0] != nu:
-            return False
-        for j in range(nu):
-            if not math.isfinite(x[j]):
-                return False
-    for j in range(nu):
-        if kp[j] < 0.0 or kd[j] < 0.0:
-            return False
+    if not fields_ok(tau_ff, q_des, v_des, kp, kd, nu):
+        return False
     for j in range(nu):
         a = act[j]
         ctrl[a] = tau_ff[j] + kp[j] * q_des[j] + kd[j] * v_des[j]
@@ -314,5 +308,6 @@ class MujocoPlant(LatchedViolation):
         return PlantState(self._t, q, v, contact, force, tau, self.violation), failure
 
 
-# numba tracks this file only; the invariants' check (and ccall, which it inlines) are inlined into _read_state
-ccall.drop_stale_cache(_read_state, "mujoco_plant.", [_invariants.__file__, ccall.__file__])
+# numba tracks this file only; the invariants' check (and ccall, which it inlines) and the command's check are
+# inlined into the compiled step
+ccall.drop_stale_cache(_read_state, "mujoco_plant.", [_invariants.__file__, ccall.__file__, command_check.__file__])

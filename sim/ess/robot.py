@@ -52,7 +52,8 @@ from robots.codegen import compile_functions
 from robots.mass_solve import block_solve, mass_matrix_pattern
 from robots.model import RobotModel
 
-from .. import invariants as _invariants
+from .. import command_check, invariants as _invariants
+from ..command_check import fields_ok
 from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, LatchedViolation, _first_failure
 from ..protocol import (JointCommand, PlantState, actuated_joints, actuated_positions, checked_reset, pack_command,
                         packed_commands_ok)
@@ -645,7 +646,7 @@ G_KEEP = 0.02  # robot_wsolve keeps its factor while g is within 2 % of the fact
 # untouched keeps the memo of f at the tick's last point valid, so the next tick's first stage is
 # free under an unchanged command (a norm off by 1e-10 moves a foot by ~1e-11 m)
 QUAT_NORM_TOL = 1e-10
-W_REUSE = 8  # default EssPlant(w_reuse=...): steps W is kept within a contact mode (docs/ESS.md)
+W_REUSE = 8  # default EssPlant(w_reuse=...): further points W is kept at within a contact mode (`robot_wprep`)
 # default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros21's error
 # estimate is of first order and overstates its error, so its tolerance is looser (docs/ESS.md)
 DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4), "ros21": (1e-1, 1e-3)}
@@ -762,13 +763,9 @@ def _step_fields_py(wk, wi, B, tau_ff, q_des, v_des, kp, kd, tf, heights_address
     lowest as in `Invariants.compiled_args`). BAD_COMMAND, the plant untouched, if it is not."""
     p = _arrays(wk, wi)[0]
     nu = int(p[2])
+    if not fields_ok(tau_ff, q_des, v_des, kp, kd, nu):
+        return BAD_COMMAND
     fields = (tau_ff, q_des, v_des, kp, kd)
-    for f in range(5):
-        if fields[f].shape[0] != nu:
-            return BAD_COMMAND
-        for a in range(nu):
-            if not np.isfinite(fields[f][a]) or (f >= 3 and fields[f][a] < 0.0):
-                return BAD_COMMAND
     off = p.shape[0] - 5 * nu
     for f in range(5):
         for a in range(nu):
@@ -1095,6 +1092,7 @@ class EssPlant(LatchedViolation):
         return dict(zip(K.STAT_NAMES, self._stats.tolist()))
 
 
-# numba tracks this file only; the kernel, static_call, ccall and the invariants' check are inlined into the
-# cached code above
-ccall.drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__, _invariants.__file__])
+# numba tracks this file only; the kernel, static_call, ccall, the invariants' check and the command's check
+# are inlined into the cached code above
+ccall.drop_stale_cache(_integrate, "robot.", [K.__file__, static_call.__file__, ccall.__file__, _invariants.__file__,
+                                              command_check.__file__])
