@@ -10,7 +10,7 @@ held joint command `cmd` and contact weights alpha (2 per contact, warm-started)
    is spent).
 2. Projected-gradient iteration (`pgm_substep`): objective E(alpha) = 1/2 v1^T M(q) v1 (kinetic
    energy at the next step, J). The sensitivity G = dv1/dalpha = dt K^-1 W(q1) gives the gradient
-   G^T M v1 and the metric G^T M G; a dense QP (HPIPM) over the feasible set
+   G^T M v1 and the metric G^T M G; a dense QP (qpOASES, warm-started) over the feasible set
    {0 <= alpha <= 1, sum_j alpha_ij <= 1 per contact} gives the step d, a backtracking (Armijo)
    line search along d projects each trial and accepts a decrease in E. Stop when the predicted
    decrease -grad.d is below pgm_rtol times the energy scale.
@@ -21,7 +21,7 @@ The linearised MDP baseline (`mdp_step`) is the conventional forward scheme with
 contact polytope, PD law and QP: M, h, W at the current q; one linear solve and one QP.
 
 Everything inside a step is compiled: the model's functions are C called by address
-(`robots.ccall.call_flat`), the QP is HPIPM called by address (`sim.nmdp.cabi.call_ptr3`).
+(`robots.ccall.call_flat`), the QP is qpOASES called by address (`sim.nmdp.cabi.call_ptr3`).
 """
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ STATUS_TEXT = {
     NONFINITE: "non-finite state",
 }
 
-# addr: [implicit, explicit, HPIPM's solve, -, integrate, then the QP workspaces for 1..nc acting contacts]
+# addr: [implicit, explicit, the QP's solve (sim.nmdp.qp), -, integrate, then the QP workspaces for
+# 1..nc acting contacts]
 QP_HANDLES = 5
 
 # option vector indices
@@ -162,19 +163,20 @@ def _energy(M, x, nv):
 
 
 @njit(cache=True)
-def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
+def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha_ref, nc, reg):
     """QP over the contact weights: min 1/2 (a - ref)^T Hq (a - ref) + gq^T (a - ref), a feasible.
 
     Hq (na x na) and gq are scaled in place by the largest diagonal of Hq (the solution does not
     change); `reg` (relative) is added to the diagonal. Writes the solution, made exactly feasible,
-    into qp_out[:na]; returns HPIPM's status, or -1 when the metric is zero (no active contact).
+    into qp_out[:na]; returns qpOASES's status, or -1 when the metric is zero (no active contact).
     The feasible set: 0 <= a <= 1 and, per contact, the sum of its E = na / nc weights <= 1.
 
     Only the contacts that can act enter the QP: a contact whose capacity is zero (a foot in the
     air) has zero vertices, so its rows of Hq and gq are zero and its weights stay at ref (the
     regularisation's minimum, feasible), decoupled from the rest. The QP of k acting contacts is
-    HPIPM's workspace addr[QP_HANDLES + k - 1] (E k weights, k constraints): a trotting robot's
-    QP has half the weights, and a dense interior-point iteration costs their cube.
+    qpOASES workspace addr[QP_HANDLES + k - 1] (E k weights, k constraints): a trotting robot's
+    QP has half the weights. qp_warm[k - 1] = [flag, duals] is that workspace's warm start: the
+    duals of its last successful solve (sim.nmdp.qp), updated here; the plant zeroes it on reset.
     """
     na = alpha_ref.shape[0]
     E = na // nc
@@ -224,9 +226,16 @@ def _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_ref, nc, reg):
     for r in range(k):
         qp_in[o + r] = -1.0
         qp_in[o + k + r] = 1.0
-    # the solution lands in qp_out[na:na + n + 2] (x, IPM iterations, status), then moves to its
+    o += 2 * k
+    ny = n + k
+    for i in range(1 + ny):  # the warm start: flag, then the duals
+        qp_in[o + i] = qp_warm[k - 1, i]
+    # the solution lands in qp_out[na:] (x, duals, working-set changes, status), then moves to its
     # weights' places; the idle contacts' weights are ref
     status = call_ptr3(addr[2], addr[QP_HANDLES + k - 1], qp_in.ctypes.data, qp_out[na:].ctypes.data)
+    qp_warm[k - 1, 0] = 1.0 if status == 0 else 0.0
+    for i in range(ny):
+        qp_warm[k - 1, 1 + i] = qp_out[na + n + i]
     for j in range(na):
         qp_out[j] = alpha_ref[j]
     for i in range(n):
@@ -250,7 +259,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
     on OK, imp_out holds the residual terms at the solution (cap: capacities at q1, N).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, qp_warm = bufs
     na = alpha.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -330,7 +339,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
                 for k in range(nv):
                     s += G[k, a] * MG[k, b]
                 Hq[a, b] = s
-        qs = _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha, nc, opts[O_QP_REG])
+        qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha, nc, opts[O_QP_REG])
         if qs == -1:  # no contact can act: nothing to optimise
             hit_limit = False
             break
@@ -345,7 +354,10 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
             return QP_FAILED
         if qs != 0:
             st[S_QP_WARN] += 1
-        if theta <= opts[O_PGM_RTOL] * e_scale:
+        # stop on a small predicted decrease; but the first iteration steps unless the warm start is
+        # stationary to rtol^2: otherwise a warm start inside the tolerance (a slow creep of a body
+        # that should stick) would be returned unimproved, step after step
+        if theta <= opts[O_PGM_RTOL] * e_scale and (outer > 0 or theta <= opts[O_PGM_RTOL] ** 2 * e_scale):
             hit_limit = False
             break
         step = 1.0
@@ -392,7 +404,7 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
     alpha minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
     their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, qp_warm = bufs
     na = alpha.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -446,7 +458,7 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
             Hq[a, b] = s
         alpha_t[a] = 0.0
     # the QP in alpha itself: linear term at the reference alpha = 0 is G^T M v_free
-    qs = _solve_qp(addr, qp_in, qp_out, Hq, gq, alpha_t, nc, opts[O_QP_REG])
+    qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha_t, nc, opts[O_QP_REG])
     if qs != -1:
         st[S_ITERS] += 1
         if qs != 0:
@@ -515,7 +527,7 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
     st receives this step's statistics (S_* indices), force the contact forces at the end
     (N) and depth_cap the capacities (N) at the end pose. q, v and alpha change only on success.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, qp_warm = bufs
     nv = v.shape[0]
     nc = cp.shape[0] // 3
     na = alpha.shape[0]

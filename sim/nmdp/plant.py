@@ -164,7 +164,7 @@ class NmdpPlant:
                                      positive=True)
         self.depth_scale = 1.5 * self.force_limit / self.stiffness
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
-        # one HPIPM workspace per number of contacts that can act (sim.nmdp.kernel._solve_qp)
+        # one qpOASES workspace per number of contacts that can act (sim.nmdp.kernel._solve_qp)
         self._qps = [DenseQp(na // nc * k, k, cache_dir=cache_dir, verbose=verbose) for k in range(1, nc + 1)]
         self._qp = self._qps[-1]
         implicit = "nmdp_implicit_zo" if o.method == "zopgm" else "nmdp_implicit"
@@ -189,6 +189,7 @@ class NmdpPlant:
             np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv, dtype=np.int64), np.zeros(nv),
             np.zeros((nv, na)), np.zeros((nv, na)), np.zeros((na, na)), np.zeros(na),
             np.zeros(self._qp.n_in), np.zeros(na + self._qp.n_out), np.zeros(na), np.zeros(nv), np.zeros(nv),
+            np.zeros((nc, 1 + na + nc)),  # the QP workspaces' warm starts (kernel._solve_qp)
         )
         self._cmd = np.zeros(5 * nu)
         self._st = np.zeros(K.N_STATS)
@@ -214,6 +215,7 @@ class NmdpPlant:
         self._force[:] = 0.0
         self._cap[:] = 0.0
         self._cmd[:] = 0.0
+        self._bufs[-1][:] = 0.0  # QP warm starts: a reset run replays bit for bit
         self._ready = True
         self.violation = ""
         self.invariants.reset_report()
@@ -328,8 +330,10 @@ class NmdpPlant:
         q, v, alpha = self.q.copy(), self.v.copy(), self.alpha.copy()
         st, trace = np.zeros(K.N_STATS), np.zeros(trace_len)
         force, cap = np.zeros_like(self._force), np.zeros_like(self._cap)
+        warm = self._bufs[-1].copy()  # the QP warm starts are state too
         status = K.nmdp_step(self._addr, self._bufs, q, v, dt, cmd, self._cp, alpha, self._joints, self._umax,
                              self._method, self._opts, st, trace, force, cap)
+        self._bufs[-1][:] = warm
         return {"status": int(status), "q": q, "v": v, "alpha": alpha, "force": force,
                 "stats": dict(zip(K.STAT_NAMES, st.tolist())), "trace": trace[:int(st[K.S_TRACE_N])].copy()}
 

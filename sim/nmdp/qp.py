@@ -1,18 +1,33 @@
-"""Small dense QPs solved by HPIPM (acados's interior-point QP solver), callable from numba.
+"""Small dense QPs solved by qpOASES (the embedded active-set solver in the acados wheel),
+callable from numba, warm-started from the previous solution's active set.
 
     qp = DenseQp(n=8, ng=4)                      # one workspace per problem size
     x, iters, status = qp.solve(H, g, lb, ub, C, lg, ug)
 
-solves  min 0.5 x^T H x + g^T x  s.t.  lb <= x <= ub,  lg <= C x <= ug  (H symmetric PSD).
+solves  min 0.5 x^T H x + g^T x  s.t.  lb <= x <= ub,  lg <= C x <= ug  (H symmetric positive
+definite, n <= NV_MAX, 1 <= ng <= NC_MAX).
 
 Compiled loops call the same solver without Python: `call_ptr3(qp.solve_address, qp.handle,
-in_ptr, out_ptr)` with `in` = [H (n n, row-major), g (n), lb (n), ub (n), C (ng n, row-major),
-lg (ng), ug (ng)] and `out` = [x (n), IPM iterations, HPIPM status]. Status 0 is success,
-1 the iteration limit, 2 the minimal step, 3 NaN, 4 inconsistent problem.
+in_ptr, out_ptr)` with
 
-The shim below (a few lines of C over HPIPM's documented dense-QP API) is compiled once with
-gcc against the headers and `libhpipm.so` shipped in the acados wheel, cached by a hash of
-its source like the robots' generated code.
+    in  = [H (n n, row-major), g (n), lb (n), ub (n), C (ng n, row-major), lg (ng), ug (ng),
+           warm (1), y (n + ng)]
+    out = [x (n), y (n + ng), working-set changes, status]
+
+`warm` = 1 starts the active-set method from the working set that the duals y of an earlier
+solution imply (qpOASES's `QProblem_initW` with yOpt, as acados's dense qpOASES interface does);
+0 is a cold start. `out`'s y are this solution's duals, to pass back as the next warm start. The
+caller owns the warm-start data, so a solve depends only on its inputs: a plant that resets its
+copies replays bit for bit. A warm start that fails is retried cold. Status 0 is success;
+otherwise qpOASES's returnValue (e.g. 64: the working-set change limit `max_wsr`).
+
+Why an active-set solver: the NMDP plant solves a sequence of small QPs whose active set rarely
+changes from one to the next. Warm-started, qpOASES needs 0.4-0.9 working-set changes per QP on
+go1 (docs/NMDP.md), where an interior-point method (HPIPM, also in the wheel) spends ~12 iterations.
+
+The shim below (a few lines of C over qpOASES_e's documented API) is compiled once with gcc
+against the headers and `libqpOASES_e.so` shipped in the acados wheel, cached by a hash of its
+source like the robots' generated code.
 """
 from __future__ import annotations
 
@@ -28,88 +43,74 @@ import numpy as np
 
 from robots.codegen import default_cache_dir
 
-STATUS_TEXT = {0: "success", 1: "iteration limit", 2: "minimal step length", 3: "NaN in the solution",
-               4: "inconsistent problem"}
+NV_MAX, NC_MAX = 287, 709  # QPOASES_NVMAX / QPOASES_NCMAX of the acados wheel's qpOASES_e (Constants.h)
+STATUS_TEXT = {0: "success", 64: "working-set change limit reached (RET_MAX_NWSR_REACHED)"}
 
 _SOURCE = r"""
 #include <stdlib.h>
-#include "hpipm_d_dense_qp_dim.h"
-#include "hpipm_d_dense_qp.h"
-#include "hpipm_d_dense_qp_sol.h"
-#include "hpipm_d_dense_qp_ipm.h"
+#include <string.h>
+#include "qpOASES_e/QProblem.h"
 
 typedef struct {
-    int nv, ng;
-    struct d_dense_qp_dim dim;
-    struct d_dense_qp qp;
-    struct d_dense_qp_sol sol;
-    struct d_dense_qp_ipm_arg arg;
-    struct d_dense_qp_ipm_ws ws;
-    int *idxb;
-    double *ccm;
-    void *mem[5];
+    int nv, nc, max_wsr;
+    QProblem *qp;
+    void *mem;
+    double *data; /* H, g, lb, ub, C, lg, ug: qpOASES may keep pointers into them */
 } nmdp_qp;
 
-void *nmdp_qp_new(int nv, int ng, int iter_max, double tol) {
+void *nmdp_qp_new(int nv, int nc, int max_wsr) {
     nmdp_qp *h = (nmdp_qp *) calloc(1, sizeof(nmdp_qp));
     if (!h) return 0;
     h->nv = nv;
-    h->ng = ng;
-    h->mem[0] = malloc(d_dense_qp_dim_memsize());
-    d_dense_qp_dim_create(&h->dim, h->mem[0]);
-    d_dense_qp_dim_set_all(nv, 0, nv, ng, 0, 0, &h->dim);
-    h->mem[1] = malloc(d_dense_qp_memsize(&h->dim));
-    d_dense_qp_create(&h->dim, &h->qp, h->mem[1]);
-    h->mem[2] = malloc(d_dense_qp_sol_memsize(&h->dim));
-    d_dense_qp_sol_create(&h->dim, &h->sol, h->mem[2]);
-    h->mem[3] = malloc(d_dense_qp_ipm_arg_memsize(&h->dim));
-    d_dense_qp_ipm_arg_create(&h->dim, &h->arg, h->mem[3]);
-    d_dense_qp_ipm_arg_set_default(ROBUST, &h->arg);
-    d_dense_qp_ipm_arg_set_iter_max(&iter_max, &h->arg);
-    d_dense_qp_ipm_arg_set_tol_stat(&tol, &h->arg);
-    d_dense_qp_ipm_arg_set_tol_eq(&tol, &h->arg);
-    d_dense_qp_ipm_arg_set_tol_ineq(&tol, &h->arg);
-    d_dense_qp_ipm_arg_set_tol_comp(&tol, &h->arg);
-    h->mem[4] = malloc(d_dense_qp_ipm_ws_memsize(&h->dim, &h->arg));
-    d_dense_qp_ipm_ws_create(&h->dim, &h->arg, &h->ws, h->mem[4]);
-    h->idxb = (int *) malloc(sizeof(int) * (nv > 0 ? nv : 1));
-    for (int i = 0; i < nv; i++) h->idxb[i] = i;
-    d_dense_qp_set_idxb(h->idxb, &h->qp);
-    h->ccm = (double *) malloc(sizeof(double) * (nv * ng > 0 ? nv * ng : 1));
+    h->nc = nc;
+    h->max_wsr = max_wsr;
+    h->mem = calloc(1, QProblem_calculateMemorySize(nv, nc));
+    h->data = (double *) calloc(nv * nv + 3 * nv + nc * nv + 2 * nc, sizeof(double));
+    if (!h->mem || !h->data) {
+        free(h->mem);
+        free(h->data);
+        free(h);
+        return 0;
+    }
+    QProblem_assignMemory(nv, nc, &h->qp, h->mem);
     return h;
 }
 
 void nmdp_qp_free(void *handle) {
     nmdp_qp *h = (nmdp_qp *) handle;
     if (!h) return;
-    for (int i = 0; i < 5; i++) free(h->mem[i]);
-    free(h->idxb);
-    free(h->ccm);
+    free(h->mem);
+    free(h->data);
     free(h);
+}
+
+static returnValue solve(nmdp_qp *h, const double *y0, int *nwsr) {
+    int n = h->nv, m = h->nc;
+    double *H = h->data, *g = H + n * n, *lb = g + n, *ub = lb + n, *C = ub + n, *lg = C + n * m, *ug = lg + m;
+    QProblemCON(h->qp, n, m, HST_POSDEF);
+    QProblem_setPrintLevel(h->qp, PL_NONE);
+    *nwsr = h->max_wsr;
+    return QProblem_initW(h->qp, H, g, C, lb, ub, lg, ug, nwsr, 0, 0, y0, 0, 0, 0);
 }
 
 int nmdp_qp_solve(void *handle, const double *in, double *out) {
     nmdp_qp *h = (nmdp_qp *) handle;
-    int n = h->nv, m = h->ng;
-    double *H = (double *) in, *g = H + n * n, *lb = g + n, *ub = lb + n, *C = ub + n;
-    double *lg = C + n * m, *ug = lg + m;
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) h->ccm[j * m + i] = C[i * n + j]; /* HPIPM wants C column-major */
-    d_dense_qp_set_H(H, &h->qp); /* symmetric: row- and column-major agree */
-    d_dense_qp_set_g(g, &h->qp);
-    d_dense_qp_set_lb(lb, &h->qp);
-    d_dense_qp_set_ub(ub, &h->qp);
-    d_dense_qp_set_C(h->ccm, &h->qp);
-    d_dense_qp_set_lg(lg, &h->qp);
-    d_dense_qp_set_ug(ug, &h->qp);
-    d_dense_qp_ipm_solve(&h->qp, &h->sol, &h->arg, &h->ws);
-    int status = 0, iter = 0;
-    d_dense_qp_ipm_get_status(&h->ws, &status);
-    d_dense_qp_ipm_get_iter(&h->ws, &iter);
-    d_dense_qp_sol_get_v(&h->sol, out);
-    out[n] = (double) iter;
-    out[n + 1] = (double) status;
-    return status;
+    int n = h->nv, m = h->nc, n_data = n * n + 3 * n + m * n + 2 * m;
+    const double *y0 = in + n_data + 1;
+    int nwsr = 0, total = 0;
+    memcpy(h->data, in, sizeof(double) * n_data);
+    returnValue r = solve(h, in[n_data] != 0.0 ? y0 : 0, &nwsr);
+    total = nwsr;
+    if (r != SUCCESSFUL_RETURN && in[n_data] != 0.0) { /* a stale working set: start cold */
+        memcpy(h->data, in, sizeof(double) * n_data);
+        r = solve(h, 0, &nwsr);
+        total += nwsr;
+    }
+    QProblem_getPrimalSolution(h->qp, out);
+    QProblem_getDualSolution(h->qp, out + n);
+    out[2 * n + m] = (double) total;
+    out[2 * n + m + 1] = (double) r;
+    return (int) r;
 }
 """
 
@@ -121,25 +122,25 @@ def _acados_dirs() -> tuple[str, str]:
     try:
         import acados
     except ImportError as exc:  # pragma: no cover - the project depends on it
-        raise RuntimeError("sim.nmdp needs HPIPM from the acados wheel: pip install comma-deps-acados") from exc
+        raise RuntimeError("sim.nmdp needs qpOASES_e from the acados wheel: pip install comma-deps-acados") from exc
     include = os.path.join(acados.DIR, "include")
     lib = acados.LIB_DIR
-    if not os.path.exists(os.path.join(lib, "libhpipm.so")):
-        raise RuntimeError(f"libhpipm.so not found in {lib}; reinstall comma-deps-acados")
+    if not os.path.exists(os.path.join(lib, "libqpOASES_e.so")):
+        raise RuntimeError(f"libqpOASES_e.so not found in {lib}; reinstall comma-deps-acados")
     return include, lib
 
 
 def load_library(cache_dir: Path | str | None = None, verbose: bool = True) -> ctypes.CDLL:
-    """Compile (once, cached by source hash) and load the HPIPM shim; returns the ctypes library."""
+    """Compile (once, cached by source hash) and load the qpOASES shim; returns the ctypes library."""
     include, libdir = _acados_dirs()
     compiler = shutil.which(os.environ.get("CC", "gcc"))
     if compiler is None:
         raise RuntimeError("no C compiler found: install gcc (Debian: apt-get install gcc) or set CC")
-    flags = ["-O2", "-fPIC", "-shared", f"-I{include}/hpipm/include", f"-I{include}/blasfeo/include",
-             f"-L{libdir}", "-lhpipm", "-lblasfeo", f"-Wl,--disable-new-dtags,-rpath,{libdir}", "-lm"]
+    flags = ["-O2", "-fPIC", "-shared", f"-I{include}", f"-L{libdir}", "-lqpOASES_e",
+             f"-Wl,--disable-new-dtags,-rpath,{libdir}", "-lm"]
     key = hashlib.sha256("\n".join([_SOURCE, compiler, *flags]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    entry = folder / f"nmdp-hpipm-{key}"
+    entry = folder / f"nmdp-qpoases-{key}"
     so_path = entry / "lib.so"
     if str(so_path) in _LIB:
         return _LIB[str(so_path)]
@@ -149,7 +150,7 @@ def load_library(cache_dir: Path | str | None = None, verbose: bool = True) -> c
         c_path.write_text(_SOURCE)
         if verbose:
             import sys
-            print(f"[codegen] compiling the HPIPM dense-QP shim; one-time, cached in {entry}", file=sys.stderr,
+            print(f"[codegen] compiling the qpOASES dense-QP shim; one-time, cached in {entry}", file=sys.stderr,
                   flush=True)
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=entry)
         os.close(fd)
@@ -159,7 +160,7 @@ def load_library(cache_dir: Path | str | None = None, verbose: bool = True) -> c
             raise RuntimeError(f"compiling {c_path} failed:\n{proc.stderr[-4000:]}")
         os.replace(tmp, so_path)
     lib = ctypes.CDLL(str(so_path))
-    lib.nmdp_qp_new.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double]
+    lib.nmdp_qp_new.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.nmdp_qp_new.restype = ctypes.c_void_p
     lib.nmdp_qp_free.argtypes = [ctypes.c_void_p]
     lib.nmdp_qp_free.restype = None
@@ -170,41 +171,51 @@ def load_library(cache_dir: Path | str | None = None, verbose: bool = True) -> c
 
 
 class DenseQp:
-    """An HPIPM workspace for dense QPs with n variables (all boxed) and ng general constraints.
+    """A qpOASES workspace for dense QPs with n variables (all boxed) and ng general constraints.
 
     Attributes:
         handle: the workspace pointer (int), first argument of the C solve function.
         solve_address: address of `int nmdp_qp_solve(void* handle, const double* in, double* out)`.
         n_in, n_out: lengths of the flat input and output (see the module docstring).
+        n_data: where `in`'s warm-start flag sits (its problem data come first).
     """
 
-    def __init__(self, n: int, ng: int, *, iter_max: int = 50, tol: float = 1e-10,
-                 cache_dir: Path | str | None = None, verbose: bool = True):
-        if n < 1 or ng < 0:
-            raise ValueError(f"DenseQp: need n >= 1 and ng >= 0, got n={n}, ng={ng}")
+    def __init__(self, n: int, ng: int, *, max_wsr: int = 1000, cache_dir: Path | str | None = None,
+                 verbose: bool = True):
+        if not (1 <= n <= NV_MAX and 1 <= ng <= NC_MAX):
+            raise ValueError(f"DenseQp: need 1 <= n <= {NV_MAX} and 1 <= ng <= {NC_MAX} (qpOASES_e's limits), "
+                             f"got n={n}, ng={ng}")
+        if max_wsr < 1:
+            raise ValueError(f"DenseQp: max_wsr must be >= 1, got {max_wsr}")
         self._lib = load_library(cache_dir, verbose)
         self.n, self.ng = int(n), int(ng)
-        self.handle = int(self._lib.nmdp_qp_new(self.n, self.ng, int(iter_max), float(tol)))
+        self.handle = int(self._lib.nmdp_qp_new(self.n, self.ng, int(max_wsr)) or 0)
         if not self.handle:
-            raise MemoryError("DenseQp: HPIPM workspace allocation failed")
+            raise MemoryError("DenseQp: qpOASES workspace allocation failed")
         self.solve_address = ctypes.cast(self._lib.nmdp_qp_solve, ctypes.c_void_p).value
-        self.n_in = n * n + 3 * n + ng * n + 2 * ng
-        self.n_out = n + 2
+        self.n_data = n * n + 3 * n + ng * n + 2 * ng
+        self.n_in = self.n_data + 1 + n + ng
+        self.n_out = 2 * n + ng + 2
+        self.duals = np.zeros(n + ng)
 
-    def solve(self, H, g, lb, ub, C=None, lg=None, ug=None) -> tuple[np.ndarray, int, int]:
-        """Solve the QP of the module docstring; returns (x, IPM iterations, HPIPM status)."""
+    def solve(self, H, g, lb, ub, C, lg, ug, y_warm=None) -> tuple[np.ndarray, int, int]:
+        """Solve the QP of the module docstring, warm-started from the duals `y_warm` (n + ng) if
+        given; returns (x, working-set changes, qpOASES status) and keeps this solution's duals
+        in `self.duals` (the next solve's warm start)."""
         n, ng = self.n, self.ng
-        C = np.zeros((ng, n)) if C is None else np.asarray(C, float).reshape(ng, n)
-        lg = np.zeros(ng) if lg is None else lg
-        ug = np.zeros(ng) if ug is None else ug
+        warm = np.zeros(1 + n + ng)
+        if y_warm is not None:
+            warm[0] = 1.0
+            warm[1:] = np.ravel(y_warm)
         flat = np.ascontiguousarray(np.concatenate([np.asarray(H, float).reshape(-1), np.ravel(g), np.ravel(lb),
-                                                    np.ravel(ub), C.reshape(-1), np.ravel(lg), np.ravel(ug)]),
-                                    dtype=np.float64)
+                                                    np.ravel(ub), np.asarray(C, float).reshape(-1), np.ravel(lg),
+                                                    np.ravel(ug), warm]), dtype=np.float64)
         if flat.size != self.n_in:
             raise ValueError(f"DenseQp.solve: inputs have {flat.size} numbers, expected {self.n_in}")
         out = np.zeros(self.n_out)
         status = self._lib.nmdp_qp_solve(self.handle, flat.ctypes.data, out.ctypes.data)
-        return out[:n].copy(), int(out[n]), int(status)
+        self.duals = out[n:2 * n + ng].copy()
+        return out[:n].copy(), int(out[2 * n + ng]), int(status)
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", 0), 0
