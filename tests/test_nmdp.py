@@ -82,6 +82,40 @@ def test_a_reset_plant_replays_bit_for_bit_and_solve_step_leaves_no_trace():
     np.testing.assert_array_equal(run(True), first)
 
 
+def test_chord_projection_reaches_newtons_point_with_fewer_jacobians():
+    """kernel.project: chord steps with K's factors from a nearby point converge to the point
+    Newton's method finds, evaluating K fewer times."""
+    from sim.nmdp import kernel as K
+
+    model = get_robot("go1")
+    cmd = JointCommand(np.zeros(model.nu), model.q0[7:].copy(), np.zeros(model.nu), np.full(model.nu, 60.0),
+                       np.full(model.nu, 2.0))
+    plant = NmdpPlant(model, verbose=False)
+    plant.reset(model.q0)
+    for _ in range(200):
+        plant.step(cmd, 0.001)  # standing, four feet loaded
+    b = plant._bufs
+    imp_in, imp_out, LU, piv, rhs, res_out = b[0], b[1], b[5], b[6], b[7], b[17]
+    nq, nv, na, dt = model.nq, model.nv, plant.alpha.size, 0.001
+    K._setup_implicit(imp_in, plant.q, plant.v, dt, plant._cmd, plant._cp, nq, nv, na)
+    tol = 1e-9 * 10.0 * 0.1
+
+    def run(v_start, alpha, chord):
+        st = np.zeros(K.N_STATS)
+        v1 = v_start.copy()
+        status, it, _ = K._newton(plant._addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, False,
+                                  tol, 30, chord, chord, st)
+        assert status == K.OK
+        return v1, it, st[K.S_JACOBIANS]
+
+    v_here, _, _ = run(plant.v, plant.alpha, False)  # LU now holds K at (v_here, alpha)
+    moved = 0.8 * plant.alpha  # the next PGM trial: alpha moved by a QP step
+    v_chord, it_chord, jac_chord = run(v_here, moved, True)
+    v_newton, it_newton, jac_newton = run(v_here, moved, False)
+    assert it_chord >= 1 and jac_chord < jac_newton == it_newton  # Newton: K at every iterate
+    np.testing.assert_allclose(v_chord, v_newton, atol=1e-8)
+
+
 def test_generated_jacobians_match_finite_differences():
     model = get_robot("hopper")
     lib = nmdp_library(model, verbose=False)

@@ -49,7 +49,7 @@ STATUS_TEXT = {
     NONFINITE: "non-finite state",
 }
 
-# addr: [implicit, explicit, the QP's solve (sim.nmdp.qp), -, integrate, then the QP workspaces for
+# addr: [implicit, explicit, the QP's solve (sim.nmdp.qp), residual, integrate, then the QP workspaces for
 # 1..nc acting contacts]
 QP_HANDLES = 5
 
@@ -58,10 +58,12 @@ O_NEWTON_RTOL, O_MAX_NEWTON, O_PGM_RTOL, O_MAX_ITER, O_ARMIJO, O_MAX_LS, O_MIN_F
 N_OPTS = 9
 
 # per-step statistics indices
-S_ITERS, S_NEWTON, S_SUBSTEPS, S_HALVINGS, S_MIN_DT, S_LS_STOPS, S_QP_WARN, S_ENERGY, S_MAX_ITER_HITS, S_TRACE_N = range(10)
-N_STATS = 10
+S_ITERS, S_NEWTON, S_SUBSTEPS, S_HALVINGS, S_MIN_DT, S_LS_STOPS, S_QP_WARN, S_ENERGY, S_MAX_ITER_HITS, S_TRACE_N, \
+    S_JACOBIANS = range(11)
+N_STATS = 11
 STAT_NAMES = ("iters", "newton", "substeps", "halvings", "min_dt", "ls_stops", "qp_warnings", "energy",
-              "max_iter_hits", "trace_n")
+              "max_iter_hits", "trace_n", "jacobians")
+CHORD_RATE = 0.1  # a chord step must shrink the residual norm by this factor, else K is re-evaluated
 
 
 @njit(cache=True)
@@ -73,6 +75,16 @@ def _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na):
     for j in range(na):
         imp_in[nq + 2 * nv + j] = alpha[j]
     call_flat(addr[0], imp_in.ctypes.data, imp_out.ctypes.data)
+
+
+@njit(cache=True)
+def _eval_residual(addr, imp_in, res_out, v1, alpha, nq, nv, na):
+    """R and cap at (v1, alpha) (nmdp_residual, addr[3]) from the same input as `_eval_implicit`."""
+    for i in range(nv):
+        imp_in[nq + nv + i] = v1[i]
+    for j in range(na):
+        imp_in[nq + 2 * nv + j] = alpha[j]
+    call_flat(addr[3], imp_in.ctypes.data, res_out.ctypes.data)
 
 
 @njit(cache=True)
@@ -100,35 +112,86 @@ def _rnorm(out, nv):
 
 
 @njit(cache=True)
-def project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton):
-    """Newton's method on R(v1; alpha) = 0 from the given v1 (updated in place).
-
-    Returns (status, Newton iterations). On OK, imp_out holds R, K, Kzo, W, cap at the
-    returned v1. DIVERGED when the residual norm (N s) does not decrease, K is singular or
-    `max_newton` iterations do not reach `tol`.
-    """
-    prev = np.inf
+def _factor_k(imp_out, LU, piv, nv, zo):
+    """LU := the factors of K (Kzo if zo) from imp_out; False when K is singular."""
     koff = nv + nv * nv if zo else nv
+    for i in range(nv):
+        for j in range(nv):
+            LU[i, j] = imp_out[koff + i * nv + j]
+    return lu_factor(LU, piv, nv)
+
+
+@njit(cache=True)
+def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton, lu_ready, chord,
+            st):
+    """`project`'s iteration (with chord steps if `chord`, else Newton's method: K at every
+    iterate); returns (status, iterations, whether a chord step was taken)."""
+    prev = np.inf
+    newton = False  # was the last step a Newton step (K at its own start point)?
+    chorded = False
+    back = np.empty(nv)  # the iterate before the last step
     for it in range(max_newton + 1):
-        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
-        r = _rnorm(imp_out, nv)
-        if not np.isfinite(r):
-            return DIVERGED, it
+        _eval_residual(addr, imp_in, res_out, v1, alpha, nq, nv, na)
+        r = _rnorm(res_out, nv)
         if r <= tol:
-            return OK, it
-        if r >= prev or it == max_newton:
-            return DIVERGED, it
+            return OK, it, chorded
+        chord_failed = it > 0 and not newton and not r <= CHORD_RATE * prev
+        if chord_failed and not r < prev:  # worse or not finite: take the chord step back
+            for i in range(nv):
+                v1[i] = back[i]
+            r = prev
+        elif not np.isfinite(r) or (newton and r >= prev):
+            return DIVERGED, it, chorded
+        if it == max_newton:
+            return DIVERGED, it, chorded
+        newton = chord_failed or not lu_ready or not chord
+        chorded = chorded or not newton
+        src = res_out
+        if newton:
+            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
+            st[S_JACOBIANS] += 1
+            if not _factor_k(imp_out, LU, piv, nv, zo):
+                return DIVERGED, it, chorded
+            lu_ready = True
+            src = imp_out  # R at v1 (also when the chord step was taken back)
         prev = r
         for i in range(nv):
-            rhs[i] = -imp_out[i]
-            for j in range(nv):
-                LU[i, j] = imp_out[koff + i * nv + j]
-        if not lu_factor(LU, piv, nv):
-            return DIVERGED, it
+            back[i] = v1[i]
+            rhs[i] = -src[i]
         lu_solve(LU, piv, rhs, nv)
         for i in range(nv):
             v1[i] += rhs[i]
-    return DIVERGED, max_newton
+    return DIVERGED, max_newton, chorded
+
+
+@njit(cache=True)
+def project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton, lu_ready,
+            st):
+    """Newton's method on R(v1; alpha) = 0 from the given v1 (updated in place), simplified.
+
+    Each iteration evaluates the residual alone (`_eval_residual`) and steps with the LU factors of
+    K held in (LU, piv): a chord step. K is evaluated (`_eval_implicit`, counted in st[S_JACOBIANS])
+    and factored for a Newton step when no factors are given (lu_ready False) or the last chord
+    step did not shrink the residual norm by CHORD_RATE; a chord step that made the residual
+    larger (or non-finite) is taken back first. The factors given are K's at a nearby point: the
+    PGM iteration's last accepted point, whose alpha differs by one QP step. If the iteration fails
+    after chord steps, it is repeated from the given v1 by Newton's method alone (K at every
+    iterate), so a projection diverges exactly when Newton's does.
+
+    Returns (status, iterations). On OK, res_out holds R and cap at the returned v1; imp_out and
+    (LU, piv) hold K at the last point it was evaluated. DIVERGED when a Newton step does not
+    decrease the residual norm (N s), K is singular or `max_newton` iterations do not reach `tol`.
+    """
+    start = v1.copy()
+    status, it, chorded = _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol,
+                                  max_newton, lu_ready, True, st)
+    if status == OK or not chorded:
+        return status, it
+    for i in range(nv):
+        v1[i] = start[i]
+    status, it2, _ = _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol,
+                             max_newton, False, False, st)
+    return status, it + it2
 
 
 @njit(cache=True)
@@ -257,9 +320,11 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
 
     alpha (E nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
     on OK, imp_out holds the residual terms at the solution (cap: capacities at q1, N).
+    K is evaluated once per PGM iteration, at its point (for G); the projections between take
+    chord steps with those factors (`project`).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, res_out, qp_warm = bufs
     na = alpha.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -285,14 +350,16 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
 
     for i in range(nv):
         v1[i] = v[i]
-    status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton)
+    status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton,
+                         False, st)
     st[S_NEWTON] += it
     if status != OK:  # the warm start may be far off: alpha = 0 (free motion) is the safe start
         for j in range(na):
             alpha[j] = 0.0
         for i in range(nv):
             v1[i] = v[i]
-        status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton)
+        status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol,
+                             max_newton, False, st)
         st[S_NEWTON] += it
         if status != OK:
             return status
@@ -301,17 +368,15 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
     if trace.shape[0] > 0:
         trace[0] = energy
         ntr = 1
-    koff = nv + nv * nv if zo else nv
     woff = nv + 2 * nv * nv
     max_iter = int(opts[O_MAX_ITER])
     max_ls = int(opts[O_MAX_LS])
     hit_limit = True
     for outer in range(max_iter):
-        # sensitivity G = dv1/dalpha = dt K^-1 W(q1), gradient G^T M v1 and metric G^T M G
-        for i in range(nv):
-            for j in range(nv):
-                LU[i, j] = imp_out[koff + i * nv + j]
-        if not lu_factor(LU, piv, nv):
+        # sensitivity G = dv1/dalpha = dt K^-1 W(q1), gradient G^T M v1 and metric G^T M G, at this point
+        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
+        st[S_JACOBIANS] += 1
+        if not _factor_k(imp_out, LU, piv, nv, zo):
             return DIVERGED
         for c in range(na):
             for i in range(nv):
@@ -334,11 +399,12 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
             for k in range(nv):
                 s += G[k, a] * Mv[k]
             gq[a] = s
-            for b in range(na):
+            for b in range(a, na):  # symmetric (M0 is)
                 s = 0.0
                 for k in range(nv):
                     s += G[k, a] * MG[k, b]
                 Hq[a, b] = s
+                Hq[b, a] = s
         qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha, nc, opts[O_QP_REG])
         if qs == -1:  # no contact can act: nothing to optimise
             hit_limit = False
@@ -367,7 +433,8 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
                 alpha_t[a] = alpha[a] + step * (qp_out[a] - alpha[a])
             for i in range(nv):
                 v1_t[i] = v1[i]
-            status, it = project(addr, imp_in, imp_out, LU, piv, rhs, v1_t, alpha_t, nq, nv, na, zo, tol, max_newton)
+            status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1_t, alpha_t, nq, nv, na, zo, tol,
+                                 max_newton, True, st)
             st[S_NEWTON] += it
             if status != OK:  # the projection stopped converging: a smaller substep is needed
                 return DIVERGED
@@ -379,7 +446,8 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
         if not accepted:
             st[S_LS_STOPS] += 1  # no sufficient decrease along d: stationary to the model's accuracy
             hit_limit = False
-            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
+            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)  # cap at the solution
+            st[S_JACOBIANS] += 1
             break
         for a in range(na):
             alpha[a] = alpha_t[a]
@@ -391,6 +459,8 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
             ntr += 1
     if hit_limit:
         st[S_MAX_ITER_HITS] += 1
+        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)  # cap at the solution
+        st[S_JACOBIANS] += 1
     st[S_ENERGY] = energy
     st[S_TRACE_N] = ntr
     return OK
@@ -404,7 +474,7 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
     alpha minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
     their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, res_out, qp_warm = bufs
     na = alpha.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -527,7 +597,7 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
     st receives this step's statistics (S_* indices), force the contact forces at the end
     (N) and depth_cap the capacities (N) at the end pose. q, v and alpha change only on success.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, res_out, qp_warm = bufs
     nv = v.shape[0]
     nc = cp.shape[0] // 3
     na = alpha.shape[0]

@@ -169,7 +169,8 @@ class NmdpPlant:
         self._qp = self._qps[-1]
         implicit = "nmdp_implicit_zo" if o.method == "zopgm" else "nmdp_implicit"
         self._addr = np.array([self._lib[implicit].address, self._lib["nmdp_explicit"].address,
-                               self._qp.solve_address, 0, self._lib["nmdp_integrate"].address]
+                               self._qp.solve_address, self._lib["nmdp_residual"].address,
+                               self._lib["nmdp_integrate"].address]
                               + [qp.handle for qp in self._qps], dtype=np.int64)
         self._joints = actuated_joints(model)
         self._umax = np.where(np.isfinite(model.u_max), model.u_max, 1e300).astype(float)
@@ -189,7 +190,8 @@ class NmdpPlant:
             np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv, dtype=np.int64), np.zeros(nv),
             np.zeros((nv, na)), np.zeros((nv, na)), np.zeros((na, na)), np.zeros(na),
             np.zeros(self._qp.n_in), np.zeros(na + self._qp.n_out), np.zeros(na), np.zeros(nv), np.zeros(nv),
-            np.zeros((nc, 1 + na + nc)),  # the QP workspaces' warm starts (kernel._solve_qp)
+            np.zeros(self._lib["nmdp_residual"].n_out),
+            np.zeros((nc, 1 + na + nc)),  # the QP workspaces' warm starts (kernel._solve_qp), last
         )
         self._cmd = np.zeros(5 * nu)
         self._st = np.zeros(K.N_STATS)
@@ -203,8 +205,8 @@ class NmdpPlant:
         self.alpha = np.zeros(na)
         self.t = 0.0
         self._ready = False
-        self._totals = dict(steps=0, iters=0, newton=0, substeps=0, halvings=0, ls_stops=0, qp_warnings=0,
-                            max_iter_hits=0)
+        self._totals = dict(steps=0, iters=0, newton=0, jacobians=0, substeps=0, halvings=0, ls_stops=0,
+                            qp_warnings=0, max_iter_hits=0)
         self._min_dt = math.inf
 
     # ------------------------------------------------------------------ protocol
@@ -279,7 +281,8 @@ class NmdpPlant:
     def _accumulate(self, st: np.ndarray) -> None:
         tot = self._totals
         tot["steps"] += 1
-        for name, idx in (("iters", K.S_ITERS), ("newton", K.S_NEWTON), ("substeps", K.S_SUBSTEPS),
+        for name, idx in (("iters", K.S_ITERS), ("newton", K.S_NEWTON), ("jacobians", K.S_JACOBIANS),
+                          ("substeps", K.S_SUBSTEPS),
                           ("halvings", K.S_HALVINGS), ("ls_stops", K.S_LS_STOPS), ("qp_warnings", K.S_QP_WARN),
                           ("max_iter_hits", K.S_MAX_ITER_HITS)):
             tot[name] += int(st[idx])
@@ -350,8 +353,9 @@ class NmdpPlant:
     @property
     def stats(self) -> dict:
         """Cumulative counters since construction: steps, PGM iterations (QP solves), Newton
-        iterations, substeps, halvings, line-search stops, QP warnings, iteration-limit hits,
-        and min_dt, the smallest substep used (s)."""
+        iterations (chord or Newton steps), jacobians (evaluations of K), substeps, halvings,
+        line-search stops, QP warnings, iteration-limit hits, and min_dt, the smallest substep
+        used (s)."""
         return {**self._totals, "min_dt": self._min_dt}
 
     def last_step(self) -> dict:

@@ -37,6 +37,7 @@ kinematics, not contact model).
 Generated functions (flat C, inputs concatenated, outputs row-major):
 - nmdp_implicit(q, v, v1, alpha, dt, cmd[5 nu], cp[3 nc]) -> R, K, 0, W(q1), cap(q1), theta (nc), and
   nmdp_implicit_zo -> R, 0, Kzo, W(q1), cap(q1), theta (the zeroth-order method's)
+- nmdp_residual(q, v, v1, alpha, dt, cmd, cp) -> R, cap(q1): the residual alone
 - nmdp_explicit(q, v, cp) -> M(q), h(q, v), W(q), cap(q), theta (nc)
 - nmdp_integrate(q, v1, dt) -> q1
 with cp = [F (nc), delta (nc), mu (nc)]. The explicit one serves the linearised MDP baseline
@@ -152,11 +153,15 @@ def nmdp_functions(model: RobotModel) -> list[ca.Function]:
     implicit_zo = ca.Function("nmdp_implicit_zo", [q, v, v1, alpha, dt, cmd, cp], [R, zeros, Kzo, W1, cap1, theta],
                               names_in, names_out)
 
+    # the residual alone (R and the capacities): the projection's convergence checks and chord
+    # steps, a fifth of the cost of a Jacobian's evaluation
+    residual = ca.Function("nmdp_residual", [q, v, v1, alpha, dt, cmd, cp], [R, cap1], names_in, ["R", "cap"])
+
     W0, cap0 = vertex_matrix(model, q, force, delta, mu, theta=theta)
     explicit = ca.Function("nmdp_explicit", [q, v, cp], [model.mass_matrix, model.bias, W0, cap0, theta],
                            ["q", "v", "cp"], ["M", "h", "W", "cap", "theta"])
     step = ca.Function("nmdp_integrate", [q, v1, dt], [q1], ["q", "v1", "dt"], ["q1"])
-    return [implicit, implicit_zo, explicit, step]
+    return [implicit, implicit_zo, residual, explicit, step]
 
 
 def nmdp_library(model: RobotModel, cache_dir: Path | str | None = None, verbose: bool = True) -> CompiledLibrary:
