@@ -27,9 +27,14 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba import types as nbt
 
 from robots import ccall
 from robots.ccall import call_flat
+
+from sim import command_check, invariants
+from sim.command_check import fields_ok
+from sim.invariants import _first_failure
 
 from .cabi import call_ptr3
 from . import cabi, linalg
@@ -684,5 +689,81 @@ def rollout(addr, bufs, q, v, dt, commands, cp, alpha, joints, umax, method, opt
     return OK, commands.shape[0]
 
 
-# numba tracks this file only; cabi, linalg and ccall are inlined into the cached code above
-ccall.drop_stale_cache(_eval_implicit, "kernel.", [cabi.__file__, linalg.__file__, ccall.__file__])
+COUNTED = (S_ITERS, S_NEWTON, S_JACOBIANS, S_SUBSTEPS, S_HALVINGS, S_LS_STOPS, S_QP_WARN, S_MAX_ITER_HITS)
+T_STEPS = N_STATS  # a run's totals: the S_* slots of COUNTED and S_MIN_DT, then the primary steps
+N_TOTALS = N_STATS + 1
+
+
+@njit(cache=True)
+def accumulate(totals, st):
+    """Add one primary step's statistics st to the run's totals (N_TOTALS: the counters of
+    COUNTED add up, totals[S_MIN_DT] is the smallest substep, totals[T_STEPS] the steps)."""
+    for k in COUNTED:
+        totals[k] += st[k]
+    totals[T_STEPS] += 1.0
+    if st[S_MIN_DT] < totals[S_MIN_DT]:
+        totals[S_MIN_DT] = st[S_MIN_DT]
+
+
+_FIELD = nbt.Array(nbt.float64, 1, "C", readonly=True)  # writable arrays match too
+
+
+@njit(nbt.boolean(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD, nbt.float64[::1]), cache=True)
+def load_command(tau_ff, q_des, v_des, kp, kd, cmd):
+    """Hold a command's fields in cmd (packed: tau_ff, q_des, v_des, kp, kd; 5 nu). False, with
+    nothing loaded, unless each has nu entries, all finite, and the gains are >= 0 (`fields_ok`).
+    The signature refuses anything but C-contiguous float64 vectors (TypeError), so a command of
+    another type costs no compilation and takes `pack_command`'s checks instead."""
+    nu = cmd.shape[0] // 5
+    if not fields_ok(tau_ff, q_des, v_des, kp, kd, nu):
+        return False
+    for j in range(nu):
+        cmd[j] = tau_ff[j]
+        cmd[nu + j] = q_des[j]
+        cmd[2 * nu + j] = v_des[j]
+        cmd[3 * nu + j] = kp[j]
+        cmd[4 * nu + j] = kd[j]
+    return True
+
+
+@njit(cache=True)
+def advance(addr, bufs, q, v, nstep, h, cmd, cp, alpha, joints, umax, method, opts, st, totals, force, cap, trace,
+            heights_address, heights, lowest, floating, q_good, v_good, tau):
+    """A plant's step() in one compiled call, under the command held in cmd (`load_command`):
+    take nstep primary steps of h seconds (`nmdp_step`), add each one's statistics to totals
+    (`accumulate`) and check the invariants after it (`_first_failure` with
+    `Invariants.compiled_args`); stop at the first failure. Then tau := the impedance torques at
+    the state (N m).
+
+    Returns (status, failure, steps done): the status of the last primary step (a failed one
+    leaves (q, v) as before it) and the invariants' answer after the last step done.
+    (q_good, v_good) hold the state before the last step done.
+    """
+    nu = joints.shape[0]
+    nc = cap.shape[0]
+    status, failure, done = OK, 0, 0
+    for _ in range(nstep):
+        q_good[:] = q
+        v_good[:] = v
+        status = nmdp_step(addr, bufs, q, v, h, cmd, cp, alpha, joints, umax, method, opts, st, trace, force, cap)
+        if status != OK:
+            q[:] = q_good
+            v[:] = v_good
+            break
+        done += 1
+        accumulate(totals, st)
+        failure = _first_failure(q, v, heights_address, heights, nc, lowest, floating)
+        if failure != 0:
+            break
+    shift = q.shape[0] - v.shape[0]
+    for a in range(nu):
+        j = joints[a]
+        t = cmd[a] + cmd[3 * nu + a] * (cmd[nu + a] - q[j + shift]) + cmd[4 * nu + a] * (cmd[2 * nu + a] - v[j])
+        tau[a] = min(max(t, -umax[a]), umax[a])
+    return status, failure, done
+
+
+# numba tracks this file only; cabi, linalg, ccall, the command check and the invariants are inlined into
+# the cached code above
+ccall.drop_stale_cache(_eval_implicit, "kernel.", [cabi.__file__, linalg.__file__, ccall.__file__,
+                                                   command_check.__file__, invariants.__file__])

@@ -20,7 +20,7 @@ import numpy as np
 
 from robots.model import RobotModel
 
-from ..invariants import DEFAULT_PENETRATION_LIMIT_M, Invariants, check_penetration_limit
+from ..invariants import DEFAULT_PENETRATION_LIMIT_M, NON_FINITE, Invariants, check_penetration_limit
 from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command
 from . import kernel as K
 from .qp import DenseQp
@@ -37,7 +37,9 @@ DEPTH_SCALE_M = 0.01
 
 
 class NmdpError(RuntimeError):
-    """A step could not be completed (status text, simulated time t in s, and the state before it)."""
+    """A step could not be completed (status text, simulated time t in s, and the state before it).
+    `step()` latches its message as the violation instead of raising it (module docstring of
+    sim/invariants.py); `failed_step_error` builds it."""
 
     def __init__(self, message: str, status: int, t: float, q: np.ndarray, v: np.ndarray):
         super().__init__(message)
@@ -205,9 +207,10 @@ class NmdpPlant:
         self.alpha = np.zeros(na)
         self.t = 0.0
         self._ready = False
-        self._totals = dict(steps=0, iters=0, newton=0, jacobians=0, substeps=0, halvings=0, ls_stops=0,
-                            qp_warnings=0, max_iter_hits=0)
-        self._min_dt = math.inf
+        self._totals = np.zeros(K.N_TOTALS)  # kernel.accumulate's layout
+        self._totals[K.S_MIN_DT] = math.inf
+        self._good = (np.zeros(model.nq), np.zeros(nv))  # advance's state before its last step
+        self._inv_args = self.invariants.compiled_args
 
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
@@ -232,28 +235,48 @@ class NmdpPlant:
         """Advance dt seconds (one primary step, or ceil(dt / max_step)) holding `command`
         (None keeps the previous one); returns the state. A step that fails (NmdpError) or breaks
         an invariant is not raised: the state before it is returned with `violation` set, and
-        kept until reset (sim/invariants.py)."""
+        kept until reset (sim/invariants.py). One compiled call (`kernel.advance`)."""
         if not self._ready:
             raise RuntimeError(f"{self.model.name}: call reset() before step()")
-        dt = self._check_dt(dt, "dt")
-        if command is not None:
-            self.set_command(command)
+        if not (type(dt) is float and 0.0 < dt < math.inf):
+            dt = self._check_dt(dt, "dt")
         if self.violation:
+            if command is not None:
+                self.set_command(command)  # a bad command still raises ValueError
             return self.state()
         n = 1 if self.options.max_step is None else max(1, math.ceil(dt / self.options.max_step - 1e-9))
         h = dt / n
-        for _ in range(n):
-            q0, v0, t0 = self.q.copy(), self.v.copy(), self.t
-            try:
-                self._advance(h)
-            except NmdpError as exc:  # state restored to the one before the failed step
-                self._latch(str(exc))
-                break
-            if self._check():
-                if not (np.isfinite(self.q).all() and np.isfinite(self.v).all()):
-                    self.q[:], self.v[:], self.t = q0, v0, t0  # the last good state
-                break
-        return self.state()
+        if command is not None:
+            try:  # fast path: a well-formed command goes straight into the held one
+                loaded = K.load_command(command.tau_ff, command.q_des, command.v_des, command.kp, command.kd,
+                                        self._cmd)
+            except (TypeError, AttributeError):
+                loaded = False
+            if not loaded:
+                self.set_command(command)  # ValueError names a bad field; fills missing ones
+        q, v, tau = np.empty(self.model.nq), np.empty(self.model.nv), np.empty(self.model.nu)
+        heights_address, heights, _, lowest, floating = self._inv_args
+        status, failure, done = K.advance(self._addr, self._bufs, self.q, self.v, n, h, self._cmd, self._cp,
+                                          self.alpha, self._joints, self._umax, self._method, self._opts, self._st,
+                                          self._totals, self._force, self._cap, self._trace, heights_address,
+                                          heights, lowest, floating, *self._good, tau)
+        t_fail = self.t + done * h
+        if status != K.OK:
+            self._latch(str(self.failed_step_error(status, h, t_fail)))
+        elif failure:
+            self._latch(self.invariants.explain(failure, t_fail, self.q, self.v))
+            if failure == NON_FINITE:  # back to the last good state
+                self.q[:], self.v[:] = self._good
+                done -= 1
+        self.t += done * h
+        q[:] = self.q
+        v[:] = self.v
+        return PlantState(self.t, q, v, self._cap > 0, self._force.copy(), tau, self.violation)
+
+    def failed_step_error(self, status: int, h: float, t: float) -> NmdpError:
+        """The NmdpError for a primary step of h seconds at t (s) that ended with `status`."""
+        return NmdpError(f"{self.model.name}: {self.method} step of {h:g} s at t={t:.6g} failed: "
+                         f"{K.STATUS_TEXT[status]}", status, t, self.q.copy(), self.v.copy())
 
     def _check(self) -> str:
         """Check the invariants at the current state; latch and report a violation."""
@@ -265,28 +288,6 @@ class NmdpPlant:
     def _latch(self, violation: str) -> None:
         self.violation = violation
         self.invariants.report(violation)
-
-    def _advance(self, h: float) -> None:
-        q0, v0 = self.q.copy(), self.v.copy()
-        status = K.nmdp_step(self._addr, self._bufs, self.q, self.v, h, self._cmd, self._cp, self.alpha,
-                             self._joints, self._umax, self._method, self._opts, self._st, self._trace,
-                             self._force, self._cap)
-        if status != K.OK:
-            self.q[:], self.v[:] = q0, v0
-            raise NmdpError(f"{self.model.name}: {self.method} step of {h:g} s at t={self.t:.6g} failed: "
-                            f"{K.STATUS_TEXT[status]}", status, self.t, q0, v0)
-        self.t += h
-        self._accumulate(self._st)
-
-    def _accumulate(self, st: np.ndarray) -> None:
-        tot = self._totals
-        tot["steps"] += 1
-        for name, idx in (("iters", K.S_ITERS), ("newton", K.S_NEWTON), ("jacobians", K.S_JACOBIANS),
-                          ("substeps", K.S_SUBSTEPS),
-                          ("halvings", K.S_HALVINGS), ("ls_stops", K.S_LS_STOPS), ("qp_warnings", K.S_QP_WARN),
-                          ("max_iter_hits", K.S_MAX_ITER_HITS)):
-            tot[name] += int(st[idx])
-        self._min_dt = min(self._min_dt, float(st[K.S_MIN_DT]))
 
     def rollout(self, commands: np.ndarray | list[JointCommand], dt: float) -> dict:
         """Apply commands[k] during step k of dt seconds, all in compiled code.
@@ -315,7 +316,7 @@ class NmdpPlant:
         status, done = K.rollout(self._addr, self._bufs, self.q, self.v, float(dt), packed, self._cp, self.alpha,
                                  self._joints, self._umax, self._method, self._opts, out_q, out_v, out_st)
         for k in range(min(done + (status != K.OK), n)):
-            self._accumulate(out_st[k])
+            K.accumulate(self._totals, out_st[k])
         self.t += done * dt
         if done:
             self._cmd[:] = packed[done - 1]
@@ -356,7 +357,13 @@ class NmdpPlant:
         iterations (chord or Newton steps), jacobians (evaluations of K), substeps, halvings,
         line-search stops, QP warnings, iteration-limit hits, and min_dt, the smallest substep
         used (s)."""
-        return {**self._totals, "min_dt": self._min_dt}
+        tot = self._totals
+        counts = {name: int(tot[k]) for name, k in (("iters", K.S_ITERS), ("newton", K.S_NEWTON),
+                                                    ("jacobians", K.S_JACOBIANS), ("substeps", K.S_SUBSTEPS),
+                                                    ("halvings", K.S_HALVINGS), ("ls_stops", K.S_LS_STOPS),
+                                                    ("qp_warnings", K.S_QP_WARN),
+                                                    ("max_iter_hits", K.S_MAX_ITER_HITS))}
+        return {"steps": int(tot[K.T_STEPS]), **counts, "min_dt": float(tot[K.S_MIN_DT])}
 
     def last_step(self) -> dict:
         """Statistics of the last primary step (kernel.STAT_NAMES)."""
