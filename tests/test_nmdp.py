@@ -96,20 +96,20 @@ def test_chord_projection_reaches_newtons_point_with_fewer_jacobians():
         plant.step(cmd, 0.001)  # standing, four feet loaded
     b = plant._bufs
     imp_in, imp_out, LU, piv, rhs, res_out = b[0], b[1], b[5], b[6], b[7], b[17]
-    nq, nv, na, dt = model.nq, model.nv, plant.alpha.size, 0.001
+    nq, nv, na, dt = model.nq, model.nv, plant.lam.size, 0.001
     K._setup_implicit(imp_in, plant.q, plant.v, dt, plant._cmd, plant._cp, nq, nv, na)
     tol = 1e-9 * 10.0 * 0.1
 
-    def run(v_start, alpha, chord):
+    def run(v_start, lam, chord):
         st = np.zeros(K.N_STATS)
         v1 = v_start.copy()
-        status, it, _ = K._newton(plant._addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, False,
+        status, it, _ = K._newton(plant._addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, na, False,
                                   tol, 30, chord, chord, st)
         assert status == K.OK
         return v1, it, st[K.S_JACOBIANS]
 
-    v_here, _, _ = run(plant.v, plant.alpha, False)  # LU now holds K at (v_here, alpha)
-    moved = 0.8 * plant.alpha  # the next PGM trial: alpha moved by a QP step
+    v_here, _, _ = run(plant.v, plant.lam, False)  # LU now holds K at (v_here, lam)
+    moved = 0.8 * plant.lam  # the next PGM trial: lam moved by a QP step
     v_chord, it_chord, jac_chord = run(v_here, moved, True)
     v_newton, it_newton, jac_newton = run(v_here, moved, False)
     assert it_chord >= 1 and jac_chord < jac_newton == it_newton  # Newton: K at every iterate
@@ -123,17 +123,17 @@ def test_generated_jacobians_match_finite_differences():
     nv, nu, nc = model.nv, model.nu, model.nc
     q = model.q0 + np.array([0.01, -0.003, 0.2, -0.3])  # foot 3 mm deep, leg bent
     v = np.array([0.3, -0.5, 1.0, -2.0])
-    alpha = np.array([0.4, 0.1])
+    lam = np.array([0.4, 0.1])  # normal and tangential force, fractions of the capacity
     cmd = np.concatenate([np.zeros(nu), [0.1, -0.2], np.zeros(nu), [50.0, 50.0], [2.0, 2.0]])
     cp = np.concatenate([[300.0], [0.004], [0.8]])  # F (N), delta (m), mu
     dt = 0.01
     v1 = v + 0.1
 
-    def residual(x, a=alpha):
+    def residual(x, a=lam):
         return fn(q, v, x, a, [dt], cmd, cp)[0]
 
-    R, K, no_zo, W, cap, _ = fn(q, v, v1, alpha, [dt], cmd, cp)
-    R_zo, no_k, Kzo, W_zo, cap_zo, _ = fn_zo(q, v, v1, alpha, [dt], cmd, cp)
+    R, K, no_zo, W, cap, _ = fn(q, v, v1, lam, [dt], cmd, cp)
+    R_zo, no_k, Kzo, W_zo, cap_zo, _ = fn_zo(q, v, v1, lam, [dt], cmd, cp)
     assert not np.any(no_zo) and not np.any(no_k)  # each function computes only its own Jacobian
     np.testing.assert_array_equal(R, R_zo), np.testing.assert_array_equal(W, W_zo)
     K = K.reshape(nv, nv)

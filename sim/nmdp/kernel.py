@@ -1,17 +1,18 @@
 """Compiled (numba) NMDP and linearised-MDP time steps over the generated C functions.
 
 One step of the NMDP integrator (seed 002, Algorithms 1 and 2), for a state (q, v), step dt,
-held joint command `cmd` and contact weights alpha (2 per contact, warm-started):
+held joint command `cmd` and contact forces lam (each as a fraction of its contact's capacity:
+normal and tangents, D = 2 planar or 3 per contact; warm-started; sim.nmdp.terms):
 
-1. Manifold projection (`project`): with alpha fixed, Newton's method on the backward-Euler
-   residual R(v1; alpha) = 0 (see `sim.nmdp.terms`), with the exact Jacobian K (first order)
-   or K without the contact vertices' q-derivatives (zeroth order). The projection has
+1. Manifold projection (`project`): with lam fixed, Newton's method on the backward-Euler
+   residual R(v1; lam) = 0 (see `sim.nmdp.terms`), with the exact Jacobian K (first order)
+   or K without the capacities' q-derivatives (zeroth order). The projection has
    *diverged* when the residual norm stops decreasing (or K is singular, or the Newton budget
    is spent).
-2. Projected-gradient iteration (`pgm_substep`): objective E(alpha) = 1/2 v1^T M(q) v1 (kinetic
-   energy at the next step, J). The sensitivity G = dv1/dalpha = dt K^-1 W(q1) gives the gradient
+2. Projected-gradient iteration (`pgm_substep`): objective E(lam) = 1/2 v1^T M(q) v1 (kinetic
+   energy at the next step, J). The sensitivity G = dv1/dlam = dt K^-1 W(q1) gives the gradient
    G^T M v1 and the metric G^T M G; a dense QP (qpOASES, warm-started) over the feasible set
-   {0 <= alpha <= 1, sum_j alpha_ij <= 1 per contact} gives the step d, a backtracking (Armijo)
+   (each contact's friction polytope, `_solve_qp`) gives the step d, a backtracking (Armijo)
    line search along d projects each trial and accepts a decrease in E. Stop when the predicted
    decrease -grad.d is below pgm_rtol times the energy scale.
 3. Adaptive step (`nmdp_step`, the paper's Algorithm 2): if a projection diverges, halve the
@@ -59,8 +60,9 @@ STATUS_TEXT = {
 QP_HANDLES = 5
 
 # option vector indices
-O_NEWTON_RTOL, O_MAX_NEWTON, O_PGM_RTOL, O_MAX_ITER, O_ARMIJO, O_MAX_LS, O_MIN_FRACTION, O_ADAPTIVE, O_QP_REG = range(9)
-N_OPTS = 9
+O_NEWTON_RTOL, O_MAX_NEWTON, O_PGM_RTOL, O_MAX_ITER, O_ARMIJO, O_MAX_LS, O_MIN_FRACTION, O_ADAPTIVE, O_QP_REG, \
+    O_FACES = range(10)  # O_FACES: friction faces per contact (terms.n_faces)
+N_OPTS = 10
 
 # per-step statistics indices
 S_ITERS, S_NEWTON, S_SUBSTEPS, S_HALVINGS, S_MIN_DT, S_LS_STOPS, S_QP_WARN, S_ENERGY, S_MAX_ITER_HITS, S_TRACE_N, \
@@ -72,34 +74,34 @@ CHORD_RATE = 0.1  # a chord step must shrink the residual norm by this factor, e
 
 
 @njit(cache=True)
-def _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na):
-    """R, K, Kzo, W, cap, theta at (v1, alpha); the rest of imp_in ([q (nq), v (nv), v1 (nv),
-    alpha (na), dt, cmd, cp]) was filled by `_setup_implicit`."""
+def _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl):
+    """R, K, Kzo, W, cap, theta at (v1, lam); the rest of imp_in ([q (nq), v (nv), v1 (nv),
+    lam (nl), dt, cmd, cp]) was filled by `_setup_implicit`."""
     for i in range(nv):
         imp_in[nq + nv + i] = v1[i]
-    for j in range(na):
-        imp_in[nq + 2 * nv + j] = alpha[j]
+    for j in range(nl):
+        imp_in[nq + 2 * nv + j] = lam[j]
     call_flat(addr[0], imp_in.ctypes.data, imp_out.ctypes.data)
 
 
 @njit(cache=True)
-def _eval_residual(addr, imp_in, res_out, v1, alpha, nq, nv, na):
-    """R and cap at (v1, alpha) (nmdp_residual, addr[3]) from the same input as `_eval_implicit`."""
+def _eval_residual(addr, imp_in, res_out, v1, lam, nq, nv, nl):
+    """R and cap at (v1, lam) (nmdp_residual, addr[3]) from the same input as `_eval_implicit`."""
     for i in range(nv):
         imp_in[nq + nv + i] = v1[i]
-    for j in range(na):
-        imp_in[nq + 2 * nv + j] = alpha[j]
+    for j in range(nl):
+        imp_in[nq + 2 * nv + j] = lam[j]
     call_flat(addr[3], imp_in.ctypes.data, res_out.ctypes.data)
 
 
 @njit(cache=True)
-def _setup_implicit(imp_in, q, v, dt, cmd, cp, nq, nv, na):
+def _setup_implicit(imp_in, q, v, dt, cmd, cp, nq, nv, nl):
     """Fill the parts of nmdp_implicit's input that are fixed during a substep."""
     for i in range(nq):
         imp_in[i] = q[i]
     for i in range(nv):
         imp_in[nq + i] = v[i]
-    o = nq + 2 * nv + na
+    o = nq + 2 * nv + nl
     imp_in[o] = dt
     for i in range(cmd.shape[0]):
         imp_in[o + 1 + i] = cmd[i]
@@ -127,7 +129,7 @@ def _factor_k(imp_out, LU, piv, nv, zo):
 
 
 @njit(cache=True)
-def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton, lu_ready, chord,
+def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol, max_newton, lu_ready, chord,
             st):
     """`project`'s iteration (with chord steps if `chord`, else Newton's method: K at every
     iterate); returns (status, iterations, whether a chord step was taken)."""
@@ -136,7 +138,7 @@ def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na,
     chorded = False
     back = np.empty(nv)  # the iterate before the last step
     for it in range(max_newton + 1):
-        _eval_residual(addr, imp_in, res_out, v1, alpha, nq, nv, na)
+        _eval_residual(addr, imp_in, res_out, v1, lam, nq, nv, nl)
         r = _rnorm(res_out, nv)
         if r <= tol:
             return OK, it, chorded
@@ -153,7 +155,7 @@ def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na,
         chorded = chorded or not newton
         src = res_out
         if newton:
-            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
+            _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)
             st[S_JACOBIANS] += 1
             if not _factor_k(imp_out, LU, piv, nv, zo):
                 return DIVERGED, it, chorded
@@ -170,16 +172,16 @@ def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na,
 
 
 @njit(cache=True)
-def project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton, lu_ready,
+def project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol, max_newton, lu_ready,
             st):
-    """Newton's method on R(v1; alpha) = 0 from the given v1 (updated in place), simplified.
+    """Newton's method on R(v1; lam) = 0 from the given v1 (updated in place), simplified.
 
     Each iteration evaluates the residual alone (`_eval_residual`) and steps with the LU factors of
     K held in (LU, piv): a chord step. K is evaluated (`_eval_implicit`, counted in st[S_JACOBIANS])
     and factored for a Newton step when no factors are given (lu_ready False) or the last chord
     step did not shrink the residual norm by CHORD_RATE; a chord step that made the residual
     larger (or non-finite) is taken back first. The factors given are K's at a nearby point: the
-    PGM iteration's last accepted point, whose alpha differs by one QP step. If the iteration fails
+    PGM iteration's last accepted point, whose lam differs by one QP step. If the iteration fails
     after chord steps, it is repeated from the given v1 by Newton's method alone (K at every
     iterate), so a projection diverges exactly when Newton's does.
 
@@ -188,13 +190,13 @@ def project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na,
     decrease the residual norm (N s), K is singular or `max_newton` iterations do not reach `tol`.
     """
     start = v1.copy()
-    status, it, chorded = _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol,
+    status, it, chorded = _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol,
                                   max_newton, lu_ready, True, st)
     if status == OK or not chorded:
         return status, it
     for i in range(nv):
         v1[i] = start[i]
-    status, it2, _ = _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol,
+    status, it2, _ = _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol,
                              max_newton, False, False, st)
     return status, it + it2
 
@@ -231,47 +233,51 @@ def _energy(M, x, nv):
 
 
 @njit(cache=True)
-def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha_ref, nc, reg):
-    """QP over the contact weights: min 1/2 (a - ref)^T Hq (a - ref) + gq^T (a - ref), a feasible.
+def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam_ref, nc, nf, theta, mu, reg):
+    """QP over the contacts' forces: min 1/2 (l - ref)^T Hq (l - ref) + gq^T (l - ref), l feasible.
 
-    Hq (na x na) and gq are scaled in place by the largest diagonal of Hq (the solution does not
-    change); `reg` (relative) is added to the diagonal. Writes the solution, made exactly feasible,
-    into qp_out[:na]; returns qpOASES's status, or -1 when the metric is zero (no active contact).
-    The feasible set: 0 <= a <= 1 and, per contact, the sum of its E = na / nc weights <= 1.
+    Hq (nl x nl) and gq are scaled in place by the largest diagonal of Hq (the solution does not
+    change); `reg` (relative) is added to the diagonal. Writes the solution, made exactly feasible
+    (`_make_feasible`), into qp_out[:nl]; returns qpOASES's status, or -1 when the metric is zero
+    (no active contact). The feasible set (sim.nmdp.terms), per contact i with D = nl / nc
+    unknowns (normal, tangents) and nf faces: box 0 <= l_n <= 1, |l_t| <= mu_i; faces
+    u_e . l_t - mu_i cos(pi / nf) l_n <= 0 with u_e the outward normal of polygon edge e: planar
+    +-1 (and cos(pi / 2) read as 1: |l_t| <= mu l_n), 3D the angle theta_i + pi + 2 pi (e + 1/2) / nf.
 
     Only the contacts that can act enter the QP: a contact whose capacity is zero (a foot in the
-    air) has zero vertices, so its rows of Hq and gq are zero and its weights stay at ref (the
-    regularisation's minimum, feasible), decoupled from the rest. The QP of k acting contacts is
-    qpOASES workspace addr[QP_HANDLES + k - 1] (E k weights, k constraints): a trotting robot's
-    QP has half the weights. qp_warm[k - 1] = [flag, duals] is that workspace's warm start: the
-    duals of its last successful solve (sim.nmdp.qp), updated here; the plant zeroes it on reset.
+    air) has zero columns in W, so its rows of Hq and gq are zero and its unknowns stay at ref
+    (feasible), decoupled from the rest. The QP of k acting contacts is qpOASES workspace
+    addr[QP_HANDLES + k - 1] (D k unknowns, nf k faces). qp_warm[k - 1] = [flag, duals] is that
+    workspace's warm start: the duals of its last successful solve (sim.nmdp.qp), updated here;
+    the plant zeroes it on reset.
     """
-    na = alpha_ref.shape[0]
-    E = na // nc
+    nl = lam_ref.shape[0]
+    D = nl // nc
     hs = 0.0
-    for j in range(na):
+    for j in range(nl):
         if Hq[j, j] > hs:
             hs = Hq[j, j]
     if not hs > 1e-300:
-        for j in range(na):
-            qp_out[j] = alpha_ref[j]
+        for j in range(nl):
+            qp_out[j] = lam_ref[j]
         return -1
     inv = 1.0 / hs
     act = np.empty(nc, dtype=np.int64)  # the acting contacts, in order
     k = 0
     for r in range(nc):
         on = False
-        for j in range(E * r, E * (r + 1)):
+        for j in range(D * r, D * (r + 1)):
             if Hq[j, j] != 0.0:
                 on = True
         if on:
             act[k] = r
             k += 1
-    n = E * k
-    col = np.empty(n, dtype=np.int64)  # the reduced QP's weights: their indices in alpha
+    n = D * k
+    m = nf * k
+    col = np.empty(n, dtype=np.int64)  # the reduced QP's unknowns: their indices in lam
     for a in range(k):
-        for e in range(E):
-            col[E * a + e] = E * act[a] + e
+        for d in range(D):
+            col[D * a + d] = D * act[a] + d
     o = 0
     for i in range(n):
         for j in range(n):
@@ -280,57 +286,85 @@ def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha_ref, nc, reg):
     for i in range(n):
         s = gq[col[i]] * inv
         for j in range(n):
-            s -= (Hq[col[i], col[j]] * inv + (reg if i == j else 0.0)) * alpha_ref[col[j]]
+            s -= (Hq[col[i], col[j]] * inv + (reg if i == j else 0.0)) * lam_ref[col[j]]
         qp_in[o + i] = s
     o += n
-    for i in range(n):
-        qp_in[o + i] = 0.0
-        qp_in[o + n + i] = 1.0
+    for a in range(k):
+        r = act[a]
+        for d in range(D):
+            qp_in[o + D * a + d] = 0.0 if d == 0 else -mu[r]
+            qp_in[o + n + D * a + d] = 1.0 if d == 0 else mu[r]
     o += 2 * n
-    for r in range(k):
-        for j in range(n):
-            qp_in[o + r * n + j] = 1.0 if E * r <= j < E * (r + 1) else 0.0
-    o += k * n
-    for r in range(k):
-        qp_in[o + r] = -1.0
-        qp_in[o + k + r] = 1.0
-    o += 2 * k
-    ny = n + k
+    for i in range(m * n):
+        qp_in[o + i] = 0.0
+    slope = 1.0 if D == 2 else np.cos(np.pi / nf)
+    for a in range(k):
+        r = act[a]
+        for e in range(nf):
+            row = o + (nf * a + e) * n + D * a
+            qp_in[row] = -mu[r] * slope
+            if D == 2:
+                qp_in[row + 1] = 1.0 if e == 0 else -1.0
+            else:
+                ang = theta[r] + np.pi + 2.0 * np.pi * (e + 0.5) / nf
+                qp_in[row + 1] = np.cos(ang)
+                qp_in[row + 2] = np.sin(ang)
+    o += m * n
+    for i in range(m):
+        qp_in[o + i] = -1e20  # no lower bound (qpOASES's infinity)
+        qp_in[o + m + i] = 0.0
+    o += 2 * m
+    ny = n + m
     for i in range(1 + ny):  # the warm start: flag, then the duals
         qp_in[o + i] = qp_warm[k - 1, i]
-    # the solution lands in qp_out[na:] (x, duals, working-set changes, status), then moves to its
-    # weights' places; the idle contacts' weights are ref
-    status = call_ptr3(addr[2], addr[QP_HANDLES + k - 1], qp_in.ctypes.data, qp_out[na:].ctypes.data)
+    # the solution lands in qp_out[nl:] (x, duals, working-set changes, status), then moves to its
+    # unknowns' places; the idle contacts' unknowns are ref
+    status = call_ptr3(addr[2], addr[QP_HANDLES + k - 1], qp_in.ctypes.data, qp_out[nl:].ctypes.data)
     qp_warm[k - 1, 0] = 1.0 if status == 0 else 0.0
     for i in range(ny):
-        qp_warm[k - 1, 1 + i] = qp_out[na + n + i]
-    for j in range(na):
-        qp_out[j] = alpha_ref[j]
+        qp_warm[k - 1, 1 + i] = qp_out[nl + n + i]
+    for j in range(nl):
+        qp_out[j] = lam_ref[j]
     for i in range(n):
-        qp_out[col[i]] = qp_out[na + i]
-    for r in range(nc):  # interior-point solutions sit inside up to the tolerance: make them exact
-        s = 0.0
-        for j in range(E * r, E * (r + 1)):
-            qp_out[j] = min(max(qp_out[j], 0.0), 1.0)
-            s += qp_out[j]
-        if s > 1.0:
-            for j in range(E * r, E * (r + 1)):
-                qp_out[j] /= s
+        qp_out[col[i]] = qp_out[nl + i]
+    for a in range(k):  # active-set solutions satisfy the faces up to round-off: make them exact
+        _make_feasible(qp_out, D * act[a], D, nf, theta[act[a]], mu[act[a]])
     return status
 
 
 @njit(cache=True)
-def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, zo, opts, st, trace):
+def _make_feasible(lam, o, D, nf, theta, mu):
+    """Put contact lam[o:o + D] (normal, tangents) inside its polytope (`_solve_qp`): clip the
+    normal to [0, 1], then scale the tangential part down until every face holds."""
+    ln = min(max(lam[o], 0.0), 1.0)
+    lam[o] = ln
+    slope = 1.0 if D == 2 else np.cos(np.pi / nf)
+    worst = 0.0  # the largest u_e . l_t over the faces
+    if D == 2:
+        worst = abs(lam[o + 1])
+    else:
+        for e in range(nf):
+            ang = theta + np.pi + 2.0 * np.pi * (e + 0.5) / nf
+            worst = max(worst, np.cos(ang) * lam[o + 1] + np.sin(ang) * lam[o + 2])
+    limit = mu * slope * ln
+    if worst > limit:
+        f = limit / worst
+        for d in range(1, D):
+            lam[o + d] *= f
+
+
+@njit(cache=True)
+def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo, opts, st, trace):
     """One backward-Euler NMDP substep of dt seconds by (zeroth-order if zo) PGM.
 
-    alpha (E nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
+    lam (E nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
     on OK, imp_out holds the residual terms at the solution (cap: capacities at q1, N).
     K is evaluated once per PGM iteration, at its point (for G); the projections between take
     chord steps with those factors (`project`).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, res_out, qp_warm = bufs
-    na = alpha.shape[0]
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, qp_warm = bufs
+    nl = lam.shape[0]
     nq = q.shape[0]
     for i in range(nq):
         exp_in[i] = q[i]
@@ -351,19 +385,19 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
     tol = opts[O_NEWTON_RTOL] * mscale * vnorm
     e_scale = 0.5 * mscale * vnorm * vnorm
     max_newton = int(opts[O_MAX_NEWTON])
-    _setup_implicit(imp_in, q, v, dt, cmd, cp, nq, nv, na)
+    _setup_implicit(imp_in, q, v, dt, cmd, cp, nq, nv, nl)
 
     for i in range(nv):
         v1[i] = v[i]
-    status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol, max_newton,
+    status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol, max_newton,
                          False, st)
     st[S_NEWTON] += it
-    if status != OK:  # the warm start may be far off: alpha = 0 (free motion) is the safe start
-        for j in range(na):
-            alpha[j] = 0.0
+    if status != OK:  # the warm start may be far off: lam = 0 (free motion) is the safe start
+        for j in range(nl):
+            lam[j] = 0.0
         for i in range(nv):
             v1[i] = v[i]
-        status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, alpha, nq, nv, na, zo, tol,
+        status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol,
                              max_newton, False, st)
         st[S_NEWTON] += it
         if status != OK:
@@ -374,18 +408,19 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
         trace[0] = energy
         ntr = 1
     woff = nv + 2 * nv * nv
+    capoff = woff + nv * nl  # imp_out: cap, then the slip angles theta
     max_iter = int(opts[O_MAX_ITER])
     max_ls = int(opts[O_MAX_LS])
     hit_limit = True
     for outer in range(max_iter):
-        # sensitivity G = dv1/dalpha = dt K^-1 W(q1), gradient G^T M v1 and metric G^T M G, at this point
-        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)
+        # sensitivity G = dv1/dlam = dt K^-1 W(q1), gradient G^T M v1 and metric G^T M G, at this point
+        _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)
         st[S_JACOBIANS] += 1
         if not _factor_k(imp_out, LU, piv, nv, zo):
             return DIVERGED
-        for c in range(na):
+        for c in range(nl):
             for i in range(nv):
-                rhs[i] = dt * imp_out[woff + i * na + c]
+                rhs[i] = dt * imp_out[woff + i * nl + c]
             lu_solve(LU, piv, rhs, nv)
             for i in range(nv):
                 G[i, c] = rhs[i]
@@ -394,33 +429,34 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
             for k in range(nv):
                 s += M0[i, k] * v1[k]
             Mv[i] = s
-            for c in range(na):
+            for c in range(nl):
                 s = 0.0
                 for k in range(nv):
                     s += M0[i, k] * G[k, c]
                 MG[i, c] = s
-        for a in range(na):
+        for a in range(nl):
             s = 0.0
             for k in range(nv):
                 s += G[k, a] * Mv[k]
             gq[a] = s
-            for b in range(a, na):  # symmetric (M0 is)
+            for b in range(a, nl):  # symmetric (M0 is)
                 s = 0.0
                 for k in range(nv):
                     s += G[k, a] * MG[k, b]
                 Hq[a, b] = s
                 Hq[b, a] = s
-        qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha, nc, opts[O_QP_REG])
+        qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam, nc, int(opts[O_FACES]),
+                       imp_out[capoff + nc:capoff + 2 * nc], cp[2 * nc:3 * nc], opts[O_QP_REG])
         if qs == -1:  # no contact can act: nothing to optimise
             hit_limit = False
             break
         st[S_ITERS] += 1
-        theta = 0.0
+        decrease = 0.0  # predicted by the QP's model
         finite = True
-        for a in range(na):
+        for a in range(nl):
             if not np.isfinite(qp_out[a]):
                 finite = False
-            theta -= gq[a] * (qp_out[a] - alpha[a])
+            decrease -= gq[a] * (qp_out[a] - lam[a])
         if not finite:
             return QP_FAILED
         if qs != 0:
@@ -428,34 +464,34 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
         # stop on a small predicted decrease; but the first iteration steps unless the warm start is
         # stationary to rtol^2: otherwise a warm start inside the tolerance (a slow creep of a body
         # that should stick) would be returned unimproved, step after step
-        if theta <= opts[O_PGM_RTOL] * e_scale and (outer > 0 or theta <= opts[O_PGM_RTOL] ** 2 * e_scale):
+        if decrease <= opts[O_PGM_RTOL] * e_scale and (outer > 0 or decrease <= opts[O_PGM_RTOL] ** 2 * e_scale):
             hit_limit = False
             break
         step = 1.0
         accepted = False
         for ls in range(max_ls):
-            for a in range(na):
-                alpha_t[a] = alpha[a] + step * (qp_out[a] - alpha[a])
+            for a in range(nl):
+                lam_t[a] = lam[a] + step * (qp_out[a] - lam[a])
             for i in range(nv):
                 v1_t[i] = v1[i]
-            status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1_t, alpha_t, nq, nv, na, zo, tol,
+            status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1_t, lam_t, nq, nv, nl, zo, tol,
                                  max_newton, True, st)
             st[S_NEWTON] += it
             if status != OK:  # the projection stopped converging: a smaller substep is needed
                 return DIVERGED
             e_t = _energy(M0, v1_t, nv)
-            if e_t <= energy - opts[O_ARMIJO] * step * theta:
+            if e_t <= energy - opts[O_ARMIJO] * step * decrease:
                 accepted = True
                 break
             step *= 0.5
         if not accepted:
             st[S_LS_STOPS] += 1  # no sufficient decrease along d: stationary to the model's accuracy
             hit_limit = False
-            _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)  # cap at the solution
+            _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)  # cap at the solution
             st[S_JACOBIANS] += 1
             break
-        for a in range(na):
-            alpha[a] = alpha_t[a]
+        for a in range(nl):
+            lam[a] = lam_t[a]
         for i in range(nv):
             v1[i] = v1_t[i]
         energy = e_t
@@ -464,7 +500,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
             ntr += 1
     if hit_limit:
         st[S_MAX_ITER_HITS] += 1
-        _eval_implicit(addr, imp_in, imp_out, v1, alpha, nq, nv, na)  # cap at the solution
+        _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)  # cap at the solution
         st[S_JACOBIANS] += 1
     st[S_ENERGY] = energy
     st[S_TRACE_N] = ntr
@@ -472,15 +508,15 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, 
 
 
 @njit(cache=True)
-def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opts, st):
-    """Conventional linearised MDP step: M, h, W at q; stable PD linear in v1; one QP for alpha.
+def mdp_step(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, opts, st):
+    """Conventional linearised MDP step: M, h, W at q; stable PD linear in v1; one QP for lam.
 
-    v1 = v_free + G alpha with (M + dt kd + dt^2 kp) v_free = M v + dt (B tau_0 - h), G = dt (...)^-1 W(q);
-    alpha minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
+    v1 = v_free + G lam with (M + dt kd + dt^2 kp) v_free = M v + dt (B tau_0 - h), G = dt (...)^-1 W(q);
+    lam minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
     their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, res_out, qp_warm = bufs
-    na = alpha.shape[0]
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, qp_warm = bufs
+    nl = lam.shape[0]
     nq = q.shape[0]
     for i in range(nq):
         exp_in[i] = q[i]
@@ -505,9 +541,9 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
     if not lu_factor(LU, piv, nv):
         return DIVERGED
     lu_solve(LU, piv, Mv, nv)  # Mv := v_free
-    for c in range(na):
+    for c in range(nl):
         for i in range(nv):
-            rhs[i] = dt * exp_out[woff + i * na + c]
+            rhs[i] = dt * exp_out[woff + i * nl + c]
         lu_solve(LU, piv, rhs, nv)
         for i in range(nv):
             G[i, c] = rhs[i]
@@ -516,62 +552,50 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, v1, joints, umax, nv, nc, opt
         for k in range(nv):
             s += M0[i, k] * Mv[k]
         v1_t[i] = s  # M v_free
-        for c in range(na):
+        for c in range(nl):
             s = 0.0
             for k in range(nv):
                 s += M0[i, k] * G[k, c]
             MG[i, c] = s
-    for a in range(na):
+    for a in range(nl):
         s = 0.0
         for k in range(nv):
             s += G[k, a] * v1_t[k]
         gq[a] = s
-        for b in range(na):
+        for b in range(nl):
             s = 0.0
             for k in range(nv):
                 s += G[k, a] * MG[k, b]
             Hq[a, b] = s
-        alpha_t[a] = 0.0
-    # the QP in alpha itself: linear term at the reference alpha = 0 is G^T M v_free
-    qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, alpha_t, nc, opts[O_QP_REG])
+        lam_t[a] = 0.0
+    # the QP in lam itself: linear term at the reference lam = 0 is G^T M v_free
+    capoff = nv * nv + nv + nv * nl
+    qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam_t, nc, int(opts[O_FACES]),
+                   exp_out[capoff + nc:capoff + 2 * nc], cp[2 * nc:3 * nc], opts[O_QP_REG])
     if qs != -1:
         st[S_ITERS] += 1
         if qs != 0:
             st[S_QP_WARN] += 1
-    for a in range(na):
+    for a in range(nl):
         if not np.isfinite(qp_out[a]):
             return QP_FAILED
-        alpha[a] = qp_out[a] if qs != -1 else 0.0
+        lam[a] = qp_out[a] if qs != -1 else 0.0
     for i in range(nv):
         s = Mv[i]
-        for c in range(na):
-            s += G[i, c] * alpha[c]
+        for c in range(nl):
+            s += G[i, c] * lam[c]
         v1[i] = s
     st[S_ENERGY] = _energy(M0, v1, nv)
     return OK
 
 
 @njit(cache=True)
-def _forces(cap, theta, mu, alpha, nc, force):
-    """Contact forces (nc x (1 + nt): normal, tangential x (and y), N) from capacities, the
-    pyramids' orientations theta (3D) and the weights (terms.vertex_matrix's vertices)."""
-    E = alpha.shape[0] // nc
+def _forces(cap, lam, nc, force):
+    """Contact forces (nc x D: normal, tangential x (and y), N): capacities times lam."""
+    D = lam.shape[0] // nc
     for i in range(nc):
-        if force.shape[1] == 2:
-            a0, a1 = alpha[2 * i], alpha[2 * i + 1]
-            force[i, 0] = cap[i] * (a0 + a1)
-            force[i, 1] = cap[i] * mu[i] * (a0 - a1)
-            continue
-        fn = fx = fy = 0.0
-        for e in range(E):
-            a = alpha[E * i + e]
-            ang = theta[i] + np.pi + 2.0 * np.pi * e / E
-            fn += a
-            fx += a * np.cos(ang)
-            fy += a * np.sin(ang)
-        force[i, 0] = cap[i] * fn
-        force[i, 1] = cap[i] * mu[i] * fx
-        force[i, 2] = cap[i] * mu[i] * fy
+        for d in range(D):
+            force[i, d] = cap[i] * lam[D * i + d]
 
 
 @njit(cache=True)
@@ -595,55 +619,53 @@ def _advance_q(addr, q, v1, h):
 
 
 @njit(cache=True)
-def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, st, trace, force, depth_cap):
+def nmdp_step(addr, bufs, q, v, dt, cmd, cp, lam, joints, umax, method, opts, st, trace, force, depth_cap):
     """Advance (q, v) in place by one primary step of dt seconds; returns a status.
 
     method: PGM, ZOPGM (adaptive halving per the paper's Algorithm 2 when opts[O_ADAPTIVE]) or MDP.
     st receives this step's statistics (S_* indices), force the contact forces at the end
-    (N) and depth_cap the capacities (N) at the end pose. q, v and alpha change only on success.
+    (N) and depth_cap the capacities (N) at the end pose. q, v and lam change only on success.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, alpha_t, v1_t, Mv, res_out, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, qp_warm = bufs
     nv = v.shape[0]
     nc = cp.shape[0] // 3
-    na = alpha.shape[0]
+    nl = lam.shape[0]
     for k in range(st.shape[0]):
         st[k] = 0.0
     st[S_MIN_DT] = dt
     v1 = np.empty(nv)
-    a_try = np.empty(na)
-    theta = np.zeros(nc)
+    l_try = np.empty(nl)
     if method == MDP:
-        for a in range(na):
-            a_try[a] = alpha[a]
-        status = mdp_step(addr, bufs, q, v, dt, cmd, cp, a_try, v1, joints, umax, nv, nc, opts, st)
+        for a in range(nl):
+            l_try[a] = lam[a]
+        status = mdp_step(addr, bufs, q, v, dt, cmd, cp, l_try, v1, joints, umax, nv, nc, opts, st)
         if status != OK:
             return status
         _advance_q(addr, q, v1, dt)
         for i in range(nv):
             v[i] = v1[i]
-        for a in range(na):
-            alpha[a] = a_try[a]
+        for a in range(nl):
+            lam[a] = l_try[a]
         st[S_SUBSTEPS] = 1
-        capoff = nv * nv + nv + nv * na
+        capoff = nv * nv + nv + nv * nl
         for i in range(nc):
             depth_cap[i] = exp_out[capoff + i]
-            theta[i] = exp_out[capoff + nc + i]
     else:
         zo = method == ZOPGM
         t = 0.0
         h = dt
         while dt - t > 1e-9 * dt:
             hc = min(h, dt - t)
-            for a in range(na):
-                a_try[a] = alpha[a]
-            status = pgm_substep(addr, bufs, q, v, hc, cmd, cp, a_try, v1, joints, umax, nv, nc, zo, opts,
+            for a in range(nl):
+                l_try[a] = lam[a]
+            status = pgm_substep(addr, bufs, q, v, hc, cmd, cp, l_try, v1, joints, umax, nv, nc, zo, opts,
                                  st, trace)
             if status == OK:
                 _advance_q(addr, q, v1, hc)
                 for i in range(nv):
                     v[i] = v1[i]
-                for a in range(na):
-                    alpha[a] = a_try[a]
+                for a in range(nl):
+                    lam[a] = l_try[a]
                 t += hc
                 st[S_SUBSTEPS] += 1
                 if hc < st[S_MIN_DT]:
@@ -655,22 +677,21 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, alpha, joints, umax, method, opts, 
                 st[S_HALVINGS] += 1
                 if h < opts[O_MIN_FRACTION] * dt:
                     return TOO_SMALL
-        capoff = nv + 2 * nv * nv + nv * na
+        capoff = nv + 2 * nv * nv + nv * nl
         for i in range(nc):
             depth_cap[i] = imp_out[capoff + i]
-            theta[i] = imp_out[capoff + nc + i]
     for i in range(q.shape[0]):
         if not np.isfinite(q[i]):
             return NONFINITE
     for i in range(nv):
         if not np.isfinite(v[i]):
             return NONFINITE
-    _forces(depth_cap, theta, cp[2 * nc:3 * nc], alpha, nc, force)
+    _forces(depth_cap, lam, nc, force)
     return OK
 
 
 @njit(cache=True)
-def rollout(addr, bufs, q, v, dt, commands, cp, alpha, joints, umax, method, opts, out_q, out_v, out_st):
+def rollout(addr, bufs, q, v, dt, commands, cp, lam, joints, umax, method, opts, out_q, out_v, out_st):
     """Apply commands[k] (packed, 5 nu) during step k of dt seconds; record q, v and the step's
     statistics after each step. Returns (status, steps completed); stops at the first failure."""
     nc = cp.shape[0] // 3
@@ -679,7 +700,7 @@ def rollout(addr, bufs, q, v, dt, commands, cp, alpha, joints, umax, method, opt
     force = np.empty((nc, 3 if q.shape[0] != v.shape[0] else 2))
     cap = np.empty(nc)
     for k in range(commands.shape[0]):
-        status = nmdp_step(addr, bufs, q, v, dt, commands[k], cp, alpha, joints, umax, method, opts, st, trace,
+        status = nmdp_step(addr, bufs, q, v, dt, commands[k], cp, lam, joints, umax, method, opts, st, trace,
                            force, cap)
         out_st[k, :] = st
         if status != OK:
@@ -727,7 +748,7 @@ def load_command(tau_ff, q_des, v_des, kp, kd, cmd):
 
 
 @njit(cache=True)
-def advance(addr, bufs, q, v, nstep, h, cmd, cp, alpha, joints, umax, method, opts, st, totals, force, cap, trace,
+def advance(addr, bufs, q, v, nstep, h, cmd, cp, lam, joints, umax, method, opts, st, totals, force, cap, trace,
             heights_address, heights, lowest, floating, q_good, v_good, tau):
     """A plant's step() in one compiled call, under the command held in cmd (`load_command`):
     take nstep primary steps of h seconds (`nmdp_step`), add each one's statistics to totals
@@ -745,7 +766,7 @@ def advance(addr, bufs, q, v, nstep, h, cmd, cp, alpha, joints, umax, method, op
     for _ in range(nstep):
         q_good[:] = q
         v_good[:] = v
-        status = nmdp_step(addr, bufs, q, v, h, cmd, cp, alpha, joints, umax, method, opts, st, trace, force, cap)
+        status = nmdp_step(addr, bufs, q, v, h, cmd, cp, lam, joints, umax, method, opts, st, trace, force, cap)
         if status != OK:
             q[:] = q_good
             v[:] = v_good

@@ -24,7 +24,7 @@ from ..invariants import DEFAULT_PENETRATION_LIMIT_M, NON_FINITE, Invariants, ch
 from ..protocol import JointCommand, PlantState, actuated_joints, checked_reset, pack_command
 from . import kernel as K
 from .qp import DenseQp
-from .terms import n_edges, nmdp_library
+from .terms import n_faces, n_force, nmdp_library
 
 
 # Default capacity (docs/NMDP.md, "Resting penetration"): a contact holds up to 30 times the robot's
@@ -150,7 +150,7 @@ class NmdpPlant:
         o = self.options
         self.model = model
         nv, nu, nc = model.nv, model.nu, model.nc
-        na = n_edges(model) * nc
+        nl = n_force(model) * nc  # contact force unknowns (sim.nmdp.terms)
         self.method = o.method
         self._method = K.METHODS[o.method]
         self.mu = per_contact(model, "mu", o.mu, [c.mu for c in model.contacts], positive=False)
@@ -167,7 +167,9 @@ class NmdpPlant:
         self.depth_scale = 1.5 * self.force_limit / self.stiffness
         self._cp = np.concatenate([self.force_limit, self.depth_scale, self.mu])
         # one qpOASES workspace per number of contacts that can act (sim.nmdp.kernel._solve_qp)
-        self._qps = [DenseQp(na // nc * k, k, cache_dir=cache_dir, verbose=verbose) for k in range(1, nc + 1)]
+        nf = n_faces(model)
+        self._qps = [DenseQp(n_force(model) * k, nf * k, cache_dir=cache_dir, verbose=verbose)
+                     for k in range(1, nc + 1)]
         self._qp = self._qps[-1]
         implicit = "nmdp_implicit_zo" if o.method == "zopgm" else "nmdp_implicit"
         self._addr = np.array([self._lib[implicit].address, self._lib["nmdp_explicit"].address,
@@ -186,14 +188,15 @@ class NmdpPlant:
         self._opts[K.O_MIN_FRACTION] = o.min_substep_fraction
         self._opts[K.O_ADAPTIVE] = 1.0 if o.adaptive else 0.0
         self._opts[K.O_QP_REG] = o.qp_reg
+        self._opts[K.O_FACES] = nf
         imp, exp = self._lib["nmdp_implicit"], self._lib["nmdp_explicit"]
         self._bufs = (
             np.zeros(imp.n_in), np.zeros(imp.n_out), np.zeros(exp.n_in), np.zeros(exp.n_out),
             np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv, dtype=np.int64), np.zeros(nv),
-            np.zeros((nv, na)), np.zeros((nv, na)), np.zeros((na, na)), np.zeros(na),
-            np.zeros(self._qp.n_in), np.zeros(na + self._qp.n_out), np.zeros(na), np.zeros(nv), np.zeros(nv),
+            np.zeros((nv, nl)), np.zeros((nv, nl)), np.zeros((nl, nl)), np.zeros(nl),
+            np.zeros(self._qp.n_in), np.zeros(nl + self._qp.n_out), np.zeros(nl), np.zeros(nv), np.zeros(nv),
             np.zeros(self._lib["nmdp_residual"].n_out),
-            np.zeros((nc, 1 + na + nc)),  # the QP workspaces' warm starts (kernel._solve_qp), last
+            np.zeros((nc, 1 + nl + nf * nc)),  # the QP workspaces' warm starts (kernel._solve_qp), last
         )
         self._cmd = np.zeros(5 * nu)
         self._st = np.zeros(K.N_STATS)
@@ -204,7 +207,7 @@ class NmdpPlant:
         self.violation = ""  # latched until reset (sim/invariants.py)
         self.q = np.array(model.q0, dtype=float)
         self.v = np.zeros(nv)
-        self.alpha = np.zeros(na)
+        self.lam = np.zeros(nl)
         self.t = 0.0
         self._ready = False
         self._totals = np.zeros(K.N_TOTALS)  # kernel.accumulate's layout
@@ -214,9 +217,9 @@ class NmdpPlant:
 
     # ------------------------------------------------------------------ protocol
     def reset(self, q, v=None, t: float = 0.0) -> PlantState:
-        """Set the state (q, v) at time t (s); contact weights start at zero. Returns the state."""
+        """Set the state (q, v) at time t (s); contact forces (lam) start at zero. Returns the state."""
         self.q[:], self.v[:], self.t = checked_reset(self.model, q, v, t)
-        self.alpha[:] = 0.0
+        self.lam[:] = 0.0
         self._force[:] = 0.0
         self._cap[:] = 0.0
         self._cmd[:] = 0.0
@@ -257,7 +260,7 @@ class NmdpPlant:
         q, v, tau = np.empty(self.model.nq), np.empty(self.model.nv), np.empty(self.model.nu)
         heights_address, heights, _, lowest, floating = self._inv_args
         status, failure, done = K.advance(self._addr, self._bufs, self.q, self.v, n, h, self._cmd, self._cp,
-                                          self.alpha, self._joints, self._umax, self._method, self._opts, self._st,
+                                          self.lam, self._joints, self._umax, self._method, self._opts, self._st,
                                           self._totals, self._force, self._cap, self._trace, heights_address,
                                           heights, lowest, floating, *self._good, tau)
         t_fail = self.t + done * h
@@ -313,7 +316,7 @@ class NmdpPlant:
         out_q = np.full((n, self.model.nq), np.nan)
         out_v = np.full((n, self.model.nv), np.nan)
         out_st = np.zeros((n, K.N_STATS))
-        status, done = K.rollout(self._addr, self._bufs, self.q, self.v, float(dt), packed, self._cp, self.alpha,
+        status, done = K.rollout(self._addr, self._bufs, self.q, self.v, float(dt), packed, self._cp, self.lam,
                                  self._joints, self._umax, self._method, self._opts, out_q, out_v, out_st)
         for k in range(min(done + (status != K.OK), n)):
             K.accumulate(self._totals, out_st[k])
@@ -326,19 +329,19 @@ class NmdpPlant:
     def solve_step(self, dt: float, command: JointCommand | None = None, *, trace_len: int = 256) -> dict:
         """Diagnostics: one primary step from the current state WITHOUT changing it.
 
-        Returns {"status", "q", "v", "alpha", "stats" (name -> value), "trace": the PGM objective
+        Returns {"status", "q", "v", "lam", "stats" (name -> value), "trace": the PGM objective
         (kinetic energy at the next step, J) after each accepted iteration of the last substep}.
         """
         dt = self._check_dt(dt, "dt")
         cmd = self._cmd.copy() if command is None else pack_command(command, self.model)
-        q, v, alpha = self.q.copy(), self.v.copy(), self.alpha.copy()
+        q, v, lam = self.q.copy(), self.v.copy(), self.lam.copy()
         st, trace = np.zeros(K.N_STATS), np.zeros(trace_len)
         force, cap = np.zeros_like(self._force), np.zeros_like(self._cap)
         warm = self._bufs[-1].copy()  # the QP warm starts are state too
-        status = K.nmdp_step(self._addr, self._bufs, q, v, dt, cmd, self._cp, alpha, self._joints, self._umax,
+        status = K.nmdp_step(self._addr, self._bufs, q, v, dt, cmd, self._cp, lam, self._joints, self._umax,
                              self._method, self._opts, st, trace, force, cap)
         self._bufs[-1][:] = warm
-        return {"status": int(status), "q": q, "v": v, "alpha": alpha, "force": force,
+        return {"status": int(status), "q": q, "v": v, "lam": lam, "force": force,
                 "stats": dict(zip(K.STAT_NAMES, st.tolist())), "trace": trace[:int(st[K.S_TRACE_N])].copy()}
 
     def state(self) -> PlantState:
