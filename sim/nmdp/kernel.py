@@ -363,7 +363,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
     chord steps with those factors (`project`).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
     nl = lam.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -389,8 +389,12 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
 
     for i in range(nv):
         v1[i] = v[i]
+    # the first projection takes chord steps with the factors of K that the last substep left in
+    # (LU, piv) if there are any (lu_ok): K at a point one step back, under the same lam
+    lu_ready = lu_ok[0] == 1.0
+    lu_ok[0] = 0.0  # until this substep succeeds (a failed factorization leaves no usable factors)
     status, it = project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, zo, tol, max_newton,
-                         False, st)
+                         lu_ready, st)
     st[S_NEWTON] += it
     if status != OK:  # the warm start may be far off: lam = 0 (free motion) is the safe start
         for j in range(nl):
@@ -504,6 +508,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
         st[S_JACOBIANS] += 1
     st[S_ENERGY] = energy
     st[S_TRACE_N] = ntr
+    lu_ok[0] = 1.0  # (LU, piv): K's factors at a point of this substep
     return OK
 
 
@@ -515,7 +520,7 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, opts,
     lam minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
     their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
     nl = lam.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -626,7 +631,7 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, lam, joints, umax, method, opts, st
     st receives this step's statistics (S_* indices), force the contact forces at the end
     (N) and depth_cap the capacities (N) at the end pose. q, v and lam change only on success.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, qp_warm = bufs
+    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
     nv = v.shape[0]
     nc = cp.shape[0] // 3
     nl = lam.shape[0]

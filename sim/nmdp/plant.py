@@ -196,7 +196,8 @@ class NmdpPlant:
             np.zeros((nv, nl)), np.zeros((nv, nl)), np.zeros((nl, nl)), np.zeros(nl),
             np.zeros(self._qp.n_in), np.zeros(nl + self._qp.n_out), np.zeros(nl), np.zeros(nv), np.zeros(nv),
             np.zeros(self._lib["nmdp_residual"].n_out),
-            np.zeros((nc, 1 + nl + nf * nc)),  # the QP workspaces' warm starts (kernel._solve_qp), last
+            np.zeros(1),  # 1 when (LU, piv) hold factors of K from the last substep (kernel.pgm_substep)
+            np.zeros((nc, 1 + nl + nf * nc)),  # the QP workspaces' warm starts (kernel._solve_qp)
         )
         self._cmd = np.zeros(5 * nu)
         self._st = np.zeros(K.N_STATS)
@@ -223,12 +224,19 @@ class NmdpPlant:
         self._force[:] = 0.0
         self._cap[:] = 0.0
         self._cmd[:] = 0.0
-        self._bufs[-1][:] = 0.0  # QP warm starts: a reset run replays bit for bit
+        for a in self._carried():  # warm starts: a reset run replays bit for bit
+            a[:] = 0
         self._ready = True
         self.violation = ""
         self.invariants.reset_report()
         self._check()
         return self.state()
+
+    def _carried(self) -> tuple:
+        """The kernel's buffers that carry over from one step to the next (warm starts): K's LU
+        factors and pivots with their flag, and the QP workspaces' duals."""
+        b = self._bufs
+        return b[5], b[6], b[-2], b[-1]
 
     def set_command(self, command: JointCommand) -> None:
         """Hold `command` (validated against the model) until the next call."""
@@ -337,10 +345,11 @@ class NmdpPlant:
         q, v, lam = self.q.copy(), self.v.copy(), self.lam.copy()
         st, trace = np.zeros(K.N_STATS), np.zeros(trace_len)
         force, cap = np.zeros_like(self._force), np.zeros_like(self._cap)
-        warm = self._bufs[-1].copy()  # the QP warm starts are state too
+        kept = [a.copy() for a in self._carried()]  # the warm starts are state too
         status = K.nmdp_step(self._addr, self._bufs, q, v, dt, cmd, self._cp, lam, self._joints, self._umax,
                              self._method, self._opts, st, trace, force, cap)
-        self._bufs[-1][:] = warm
+        for a, b in zip(self._carried(), kept):
+            a[:] = b
         return {"status": int(status), "q": q, "v": v, "lam": lam, "force": force,
                 "stats": dict(zip(K.STAT_NAMES, st.tolist())), "trace": trace[:int(st[K.S_TRACE_N])].copy()}
 
