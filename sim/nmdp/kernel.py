@@ -55,9 +55,9 @@ STATUS_TEXT = {
     NONFINITE: "non-finite state",
 }
 
-# addr: [implicit, explicit, the QP's solve (sim.nmdp.qp), residual, integrate, then the QP workspaces for
-# 1..nc acting contacts]
-QP_HANDLES = 5
+# addr: [implicit, explicit, the QP's solve (sim.nmdp.qp), residual, integrate, mass, then the QP workspaces
+# for 1..nc acting contacts]
+QP_HANDLES = 6
 
 # option vector indices
 O_NEWTON_RTOL, O_MAX_NEWTON, O_PGM_RTOL, O_MAX_ITER, O_ARMIJO, O_MAX_LS, O_MIN_FRACTION, O_ADAPTIVE, O_QP_REG, \
@@ -366,16 +366,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
     imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
     nl = lam.shape[0]
     nq = q.shape[0]
-    for i in range(nq):
-        exp_in[i] = q[i]
-    for i in range(nv):
-        exp_in[nq + i] = v[i]
-    for i in range(cp.shape[0]):
-        exp_in[nq + nv + i] = cp[i]
-    call_flat(addr[1], exp_in.ctypes.data, exp_out.ctypes.data)
-    for i in range(nv):
-        for j in range(nv):
-            M0[i, j] = exp_out[i * nv + j]
+    call_flat(addr[5], q.ctypes.data, M0.ctypes.data)  # M(q)
     _pd_metric(M0, rhs, q, v, dt, cmd, joints, umax)  # M0 := S = M(q) + dt kd + dt^2 kp; rhs unused
     mscale = 0.0
     vnorm = 0.1
@@ -754,12 +745,12 @@ def load_command(tau_ff, q_des, v_des, kp, kd, cmd):
 
 @njit(cache=True)
 def advance(addr, bufs, q, v, nstep, h, cmd, cp, lam, joints, umax, method, opts, st, totals, force, cap, trace,
-            heights_address, heights, lowest, floating, q_good, v_good, tau):
+            heights_address, heights, lowest, floating, q_good, v_good, out_q, out_v, out_contact, out_force, tau):
     """A plant's step() in one compiled call, under the command held in cmd (`load_command`):
     take nstep primary steps of h seconds (`nmdp_step`), add each one's statistics to totals
     (`accumulate`) and check the invariants after it (`_first_failure` with
-    `Invariants.compiled_args`); stop at the first failure. Then tau := the impedance torques at
-    the state (N m).
+    `Invariants.compiled_args`); stop at the first failure. Then the state's outputs: out_q,
+    out_v, out_contact (capacity > 0), out_force (N) and tau, the impedance torques (N m).
 
     Returns (status, failure, steps done): the status of the last primary step (a failed one
     leaves (q, v) as before it) and the invariants' answer after the last step done.
@@ -786,6 +777,11 @@ def advance(addr, bufs, q, v, nstep, h, cmd, cp, lam, joints, umax, method, opts
         j = joints[a]
         t = cmd[a] + cmd[3 * nu + a] * (cmd[nu + a] - q[j + shift]) + cmd[4 * nu + a] * (cmd[2 * nu + a] - v[j])
         tau[a] = min(max(t, -umax[a]), umax[a])
+    out_q[:] = q
+    out_v[:] = v
+    for i in range(nc):
+        out_contact[i] = cap[i] > 0.0
+    out_force[:, :] = force
     return status, failure, done
 
 

@@ -174,7 +174,7 @@ class NmdpPlant:
         implicit = "nmdp_implicit_zo" if o.method == "zopgm" else "nmdp_implicit"
         self._addr = np.array([self._lib[implicit].address, self._lib["nmdp_explicit"].address,
                                self._qp.solve_address, self._lib["nmdp_residual"].address,
-                               self._lib["nmdp_integrate"].address]
+                               self._lib["nmdp_integrate"].address, self._lib["nmdp_mass"].address]
                               + [qp.handle for qp in self._qps], dtype=np.int64)
         self._joints = actuated_joints(model)
         self._umax = np.where(np.isfinite(model.u_max), model.u_max, 1e300).astype(float)
@@ -214,6 +214,7 @@ class NmdpPlant:
         self._totals = np.zeros(K.N_TOTALS)  # kernel.accumulate's layout
         self._totals[K.S_MIN_DT] = math.inf
         self._good = (np.zeros(model.nq), np.zeros(nv))  # advance's state before its last step
+        self._sizes = (model.nq, nv, nu, nc, 1 + model.n_tangent)
         self._inv_args = self.invariants.compiled_args
 
     # ------------------------------------------------------------------ protocol
@@ -265,12 +266,14 @@ class NmdpPlant:
                 loaded = False
             if not loaded:
                 self.set_command(command)  # ValueError names a bad field; fills missing ones
-        q, v, tau = np.empty(self.model.nq), np.empty(self.model.nv), np.empty(self.model.nu)
+        nq, nv, nu, nc, dim = self._sizes
+        q, v, tau = np.empty(nq), np.empty(nv), np.empty(nu)
+        contact, force = np.empty(nc, dtype=np.bool_), np.empty((nc, dim))
         heights_address, heights, _, lowest, floating = self._inv_args
         status, failure, done = K.advance(self._addr, self._bufs, self.q, self.v, n, h, self._cmd, self._cp,
                                           self.lam, self._joints, self._umax, self._method, self._opts, self._st,
                                           self._totals, self._force, self._cap, self._trace, heights_address,
-                                          heights, lowest, floating, *self._good, tau)
+                                          heights, lowest, floating, *self._good, q, v, contact, force, tau)
         t_fail = self.t + done * h
         if status != K.OK:
             self._latch(str(self.failed_step_error(status, h, t_fail)))
@@ -278,11 +281,10 @@ class NmdpPlant:
             self._latch(self.invariants.explain(failure, t_fail, self.q, self.v))
             if failure == NON_FINITE:  # back to the last good state
                 self.q[:], self.v[:] = self._good
-                done -= 1
+                self.t += (done - 1) * h
+                return self.state()
         self.t += done * h
-        q[:] = self.q
-        v[:] = self.v
-        return PlantState(self.t, q, v, self._cap > 0, self._force.copy(), tau, self.violation)
+        return PlantState(self.t, q, v, contact, force, tau, self.violation)
 
     def failed_step_error(self, status: int, h: float, t: float) -> NmdpError:
         """The NmdpError for a primary step of h seconds at t (s) that ended with `status`."""

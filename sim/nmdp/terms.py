@@ -52,8 +52,9 @@ Generated functions (flat C, inputs concatenated, outputs row-major):
 - nmdp_residual(q, v, v1, lam, dt, cmd, cp) -> R, cap(q1): the residual alone
 - nmdp_explicit(q, v, cp) -> M(q), h(q, v), W(q), cap(q), theta (nc)
 - nmdp_integrate(q, v1, dt) -> q1
+- nmdp_mass(q) -> M(q): the PGM objective's metric (nmdp_explicit without h, W, cap, theta)
 with cp = [F (nc), delta (nc), mu (nc)] (mu enters the QP's faces, not these functions). The
-explicit one serves the linearised MDP baseline and the metric of the NMDP objective.
+explicit one serves the linearised MDP baseline.
 """
 from __future__ import annotations
 
@@ -175,7 +176,8 @@ def nmdp_functions(model: RobotModel) -> list[ca.Function]:
     explicit = ca.Function("nmdp_explicit", [q, v, cp], [model.mass_matrix, model.bias, W0, cap0, theta],
                            ["q", "v", "cp"], ["M", "h", "W", "cap", "theta"])
     step = ca.Function("nmdp_integrate", [q, v1, dt], [q1], ["q", "v1", "dt"], ["q1"])
-    return [implicit, implicit_zo, residual, explicit, step]
+    mass = ca.Function("nmdp_mass", [q], [model.mass_matrix], ["q"], ["M"])  # PGM's metric needs M alone
+    return [implicit, implicit_zo, residual, explicit, step, mass]
 
 
 def nmdp_library(model: RobotModel, cache_dir: Path | str | None = None, verbose: bool = True) -> CompiledLibrary:
