@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from robots import get_robot, numeric
 from robots.planar import Body, Joint, PlanarTree, PointContact, build_planar_robot
@@ -56,6 +57,56 @@ def test_qpoases_qp_solves_a_projection_and_warm_starts_from_its_duals():
     np.testing.assert_allclose(x3, [0.6, 0.4], atol=1e-12)
     with pytest.raises(ValueError, match="ng"):
         DenseQp(2, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 3), planar=st.booleans(), seed=st.integers(0, 2 ** 32 - 1),
+       mu=st.floats(0.05, 1.5), theta=st.floats(-math.pi, math.pi))
+def test_force_polytope_qp_equals_the_paper_vertex_weight_qp(k, planar, seed, mu, theta):
+    """kernel._solve_qp over the forces lam (the polytope by its faces) finds the force the
+    paper's QP over vertex weights alpha finds (lam = V alpha: the same polytope by its
+    vertices), for a random metric and gradient, and returns it exactly feasible."""
+    from sim.nmdp import kernel as K
+    from sim.nmdp.terms import EDGES_3D
+
+    D, E = (2, 2) if planar else (3, EDGES_3D)
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(D * k, D * k))
+    H = A @ A.T + 0.1 * np.eye(D * k)  # the force metric G^T S G: positive definite
+    g = rng.normal(size=D * k) * rng.uniform(0.1, 5.0)
+    thetas = theta + np.arange(k)  # a different polygon orientation per contact
+    mus = mu * (1.0 + 0.5 * np.arange(k))
+    # the paper's QP: vertex weights, 0 <= alpha <= 1, sum per contact <= 1, force V alpha
+    V = np.zeros((D * k, E * k))
+    for i in range(k):
+        a = thetas[i] + np.pi + 2 * np.pi * np.arange(E) / E
+        rows = [np.ones(E), mus[i] * np.array([1.0, -1.0])] if planar else \
+            [np.ones(E), mus[i] * np.cos(a), mus[i] * np.sin(a)]
+        V[D * i:D * i + D, E * i:E * i + E] = np.vstack(rows)
+    weights = DenseQp(E * k, k, verbose=False)
+    alpha, _, status = weights.solve(V.T @ H @ V + 1e-11 * np.eye(E * k), V.T @ g, np.zeros(E * k), np.ones(E * k),
+                                     np.kron(np.eye(k), np.ones((1, E))), -np.ones(k), np.ones(k))
+    assert status == 0
+    # ours: the same problem over lam, through the kernel's QP with k workspaces as the plant sets up
+    qps = [DenseQp(D * j, E * j, verbose=False) for j in range(1, k + 1)]
+    addr = np.zeros(K.QP_HANDLES + k, dtype=np.int64)
+    addr[2] = qps[0].solve_address
+    addr[K.QP_HANDLES:] = [qp.handle for qp in qps]
+    nl = D * k
+    qp_in, qp_out = np.zeros(qps[-1].n_in), np.zeros(nl + qps[-1].n_out)
+    status = K._solve_qp(addr, qp_in, qp_out, np.zeros((k, 1 + nl + E * k)), H.copy(), g.copy(), np.zeros(nl), k, E,
+                         thetas, mus, 0.0)
+    assert status == 0
+    lam = qp_out[:nl]
+    np.testing.assert_allclose(lam, V @ alpha, atol=2e-6)
+    for i in range(k):  # exactly inside: normal in [0, 1], every face
+        n, t = lam[D * i], lam[D * i + 1:D * i + D]
+        assert 0.0 <= n <= 1.0
+        if planar:
+            assert abs(t[0]) <= mus[i] * n
+        else:
+            m = thetas[i] + np.pi + 2 * np.pi * (np.arange(E) + 0.5) / E
+            assert np.max(np.cos(m) * t[0] + np.sin(m) * t[1]) <= mus[i] * math.cos(math.pi / E) * n + 1e-15
 
 
 def test_a_reset_plant_replays_bit_for_bit_and_solve_step_leaves_no_trace():
