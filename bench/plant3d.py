@@ -1,7 +1,9 @@
-"""`bench plant3d`: the plants' cost on go1 at a 1 ms period, ESS and NMDP against MuJoCo.
+"""`bench plant3d`: the plants' cost on go1 (`--robot NAME`: another 3D robot) at a 1 ms period, ESS and NMDP
+against MuJoCo.
 
 Workload (the same for every plant): go1 dropped from 0.1 m above its standing pose under the
-joint PD stand command with the stance feed-forward (mpc.controllers), 2 s of simulated time,
+joint PD stand command with the stance feed-forward (`stand_command`: kp 60, kd 2 on go1, from
+the robot's data on another robot), 2 s of simulated time,
 one `step(command, 0.001)` per millisecond (the plant protocol's call; MuJoCo's own step is 1 ms
 with the impedance law evaluated before each). Repeats of the plants are interleaved (run 1 of
 each, then run 2 of each, ...) so that a slow phase of the machine hits all alike; figures are
@@ -91,27 +93,57 @@ class BareMujoco:
         return self.data.qpos  # [2] is the base height in both conventions
 
 
-def trot_commands(model, seconds: float, period: float) -> list:
-    """An open-loop trot for go1-like robots: the stand PD (kp 60, kd 2, stance feed-forward) with
-    each diagonal pair's thigh and calf references swinging +-0.25 and -+0.4 rad at 2 Hz, the
-    pairs in anti-phase; one JointCommand per period. Feet lift, land and slide: the accuracy
-    probe of `bench_plant3d`."""
+STAND_KP_OVER_SAFE = 1.5  # the stand PD's kp over the robot's safe-command kp: go1's 60 N m/rad over 40
+STAND_KP_OVER_KD = 30.0  # kp / kd (1/s): go1's 60 / 2
+
+
+def stand_gains(model) -> tuple[float, float]:
+    """(kp N m/rad, kd N m s/rad) of the bench's stand PD for `model`, from the robot's data: kp is
+    STAND_KP_OVER_SAFE times its safe command's kp (`controller_defaults["safe"]["kp"]`, scaled
+    by the robot's stance torques; robots/library/quadrupeds3d.py), kd = kp / STAND_KP_OVER_KD.
+    go1: 60 and 2."""
+    from robots.library.quadrupeds3d import QuadrupedSpec
+
+    safe = model.controller_defaults.get("safe", {}).get("kp", QuadrupedSpec.safe_kp)  # a user's robot: the default
+    kp = STAND_KP_OVER_SAFE * float(safe)
+    return kp, kp / STAND_KP_OVER_KD
+
+
+def stand_command(model):
+    """The bench's stand: the PD of `stand_gains` towards q0's joints, with the stance feed-forward."""
     from mpc.controllers import stance_feedforward
     from sim.protocol import JointCommand
 
+    kp, kd = stand_gains(model)
     nu = model.nu
-    q_stand = model.q0[7:].copy()
-    tau = stance_feedforward(model, model.q0)
-    pair = np.array([0, 1, 1, 0])  # legs FR, FL, RR, RL (go1's order): FR-RL and FL-RR
+    return JointCommand(stance_feedforward(model, model.q0), model.q0[7:].copy(), np.zeros(nu), np.full(nu, kp),
+                        np.full(nu, kd))
+
+
+def trot_commands(model, seconds: float, period: float) -> list:
+    """An open-loop trot: the stand PD (`stand_command`) with each diagonal pair's thigh and calf
+    references swinging 0.25 and 0.4 rad towards a bent knee (the signs of the standing knee
+    angle: go1's +0.25 and -0.4 rad) at 2 Hz, the pairs in anti-phase; one JointCommand per
+    period. The pairs come from the feet's positions at q0 (first the feet with x y > 0: go1's FL
+    and RR). Feet lift, land and slide: the accuracy probe of `bench_plant3d`."""
+    import casadi as ca
+
+    from sim.protocol import JointCommand
+
+    stand = stand_command(model)
+    nu = model.nu
+    feet = np.asarray(ca.Function("feet", [model.q], [model.contact_points()])(model.q0)).reshape(-1, 3)
+    pair = [0 if x * y > 0 else 1 for x, y in feet[:, :2]]  # legs in the feet's order (go1: FL, FR, RL, RR)
     commands = []
     for k in range(int(round(seconds / period))):
         phase = 2.0 * np.pi * 2.0 * k * period
-        q_des = q_stand.copy()
+        q_des = stand.q_des.copy()
         for leg in range(nu // 3):
             lift = max(0.0, np.sin(phase + np.pi * pair[leg]))
-            q_des[3 * leg + 1] += 0.25 * lift
-            q_des[3 * leg + 2] -= 0.4 * lift
-        commands.append(JointCommand(tau, q_des, np.zeros(nu), np.full(nu, 60.0), np.full(nu, 2.0)))
+            bend = np.sign(q_des[3 * leg + 2]) or -1.0
+            q_des[3 * leg + 1] -= 0.25 * bend * lift
+            q_des[3 * leg + 2] += 0.4 * bend * lift
+        commands.append(JointCommand(stand.tau_ff, q_des, stand.v_des, stand.kp, stand.kd))
     return commands
 
 
@@ -178,16 +210,17 @@ def nmdp_at_10ms(model, q0: np.ndarray, reps: int) -> dict:
 
 
 def bench_plant3d(args) -> dict:
-    """Per-step cost (us), real-time factor and resting height of each plant on go1 (module docstring)."""
-    from mpc.controllers import stance_feedforward
+    """Per-step cost (us), real-time factor and resting height of each plant on go1, or the robot
+    of `args.robot` (module docstring)."""
     from robots import get_robot
-    from sim.protocol import JointCommand
     from sim.registry import make_plant
 
-    robot = "go1"
+    robot = getattr(args, "robot", None) or "go1"
     model = get_robot(robot)
-    command = JointCommand(stance_feedforward(model, model.q0), model.q0[7:].copy(), np.zeros(model.nu),
-                           np.full(model.nu, 60.0), np.full(model.nu, 2.0))
+    if not model.floating_base or not model.mjcf:
+        raise ValueError(f"{robot} is not a 3D robot with an MJCF (a floating base); pass a quadruped such as go1, "
+                         "go2, a1, anymal_c or solo12")
+    command = stand_command(model)
     q0 = model.q0.copy()
     q0[2] += 0.1
     steps = int(round(T_END / DT))

@@ -296,6 +296,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+ROBOT_BENCHMARKS = ("plant3d",)  # the benchmarks `bench --robot NAME` applies to
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run one named benchmark and print its figures."""
     from bench import BENCHMARKS
@@ -307,6 +310,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.name not in BENCHMARKS:
         print(f"unknown benchmark {args.name!r}; available: {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
+    if args.robot is not None and args.name not in ROBOT_BENCHMARKS:
+        print(f"bench {args.name} does not take --robot (benchmarks that do: {', '.join(ROBOT_BENCHMARKS)})",
+              file=sys.stderr)
+        return 2
+    if args.robot is not None:  # the robot benchmarks run 3D plants: a floating base and an MJCF
+        from robots import get_robot
+
+        try:
+            model = get_robot(args.robot)
+        except ValueError as exc:
+            print(f"bench {args.name}: {exc}", file=sys.stderr)
+            return 2
+        if not model.floating_base or not model.mjcf:
+            print(f"bench {args.name}: {args.robot} is not a 3D robot with an MJCF (a floating base); pass a "
+                  "quadruped such as go1, go2, a1, anymal_c or solo12", file=sys.stderr)
+            return 2
     fn, _ = BENCHMARKS[args.name]
     result = fn(args)
     _print_result(result, args.json)
@@ -523,6 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--repeats", type=int, default=None, help="override the number of repeats")
     p.add_argument("--full", action="store_true", help="the paper's full-size run where a benchmark has one")
+    p.add_argument("--robot", default=None, metavar="NAME",
+                   help=f"the robot of a benchmark that takes one ({', '.join(ROBOT_BENCHMARKS)}; default go1)")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("plan", help="offline contact-implicit plan (time-freezing + FESD): hopper-holes, particle")
     p.add_argument("scenario", choices=("hopper-holes", "particle"), help="which plan to solve")

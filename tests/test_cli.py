@@ -467,3 +467,14 @@ def test_the_legmpc_console_script_is_python_m_launch():
     script = Path(sys.executable).parent / "legmpc"
     out = subprocess.run([str(script), "scenarios", "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and json.loads(out.stdout) == json.loads(run("scenarios", "--json").stdout)
+
+
+def test_bench_robot_option_is_checked_before_any_work():
+    """`bench plant3d --robot NAME` runs another 3D robot; a planar or unknown robot, or --robot on a
+    benchmark without one, is a clear error (exit 2) naming what to pass."""
+    planar = run("bench", "plant3d", "--robot", "hopper")
+    assert planar.returncode == 2 and "not a 3D robot" in planar.stderr and "anymal_c" in planar.stderr
+    unknown = run("bench", "plant3d", "--robot", "nosuch")
+    assert unknown.returncode == 2 and "unknown robot 'nosuch'" in unknown.stderr
+    other = run("bench", "incline", "--robot", "go1")
+    assert other.returncode == 2 and "does not take --robot" in other.stderr
