@@ -74,24 +74,15 @@ CHORD_RATE = 0.1  # a chord step must shrink the residual norm by this factor, e
 
 
 @njit(cache=True)
-def _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl):
-    """R, K, Kzo, W, cap, theta at (v1, lam); the rest of imp_in ([q (nq), v (nv), v1 (nv),
+def _eval_at(fn, imp_in, out, v1, lam, nq, nv, nl):
+    """Call the generated function at address fn (nmdp_implicit: R, K, Kzo, W, cap, theta;
+    nmdp_residual: R, cap) at (v1, lam) into out; the rest of imp_in ([q (nq), v (nv), v1 (nv),
     lam (nl), dt, cmd, cp]) was filled by `_setup_implicit`."""
     for i in range(nv):
         imp_in[nq + nv + i] = v1[i]
     for j in range(nl):
         imp_in[nq + 2 * nv + j] = lam[j]
-    call_flat(addr[0], imp_in.ctypes.data, imp_out.ctypes.data)
-
-
-@njit(cache=True)
-def _eval_residual(addr, imp_in, res_out, v1, lam, nq, nv, nl):
-    """R and cap at (v1, lam) (nmdp_residual, addr[3]) from the same input as `_eval_implicit`."""
-    for i in range(nv):
-        imp_in[nq + nv + i] = v1[i]
-    for j in range(nl):
-        imp_in[nq + 2 * nv + j] = lam[j]
-    call_flat(addr[3], imp_in.ctypes.data, res_out.ctypes.data)
+    call_flat(fn, imp_in.ctypes.data, out.ctypes.data)
 
 
 @njit(cache=True)
@@ -138,7 +129,7 @@ def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, z
     chorded = False
     back = np.empty(nv)  # the iterate before the last step
     for it in range(max_newton + 1):
-        _eval_residual(addr, imp_in, res_out, v1, lam, nq, nv, nl)
+        _eval_at(addr[3], imp_in, res_out, v1, lam, nq, nv, nl)
         r = _rnorm(res_out, nv)
         if r <= tol:
             return OK, it, chorded
@@ -155,7 +146,7 @@ def _newton(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, z
         chorded = chorded or not newton
         src = res_out
         if newton:
-            _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)
+            _eval_at(addr[0], imp_in, imp_out, v1, lam, nq, nv, nl)
             st[S_JACOBIANS] += 1
             if not _factor_k(imp_out, LU, piv, nv, zo):
                 return DIVERGED, it, chorded
@@ -176,8 +167,8 @@ def project(addr, imp_in, imp_out, res_out, LU, piv, rhs, v1, lam, nq, nv, nl, z
             st):
     """Newton's method on R(v1; lam) = 0 from the given v1 (updated in place), simplified.
 
-    Each iteration evaluates the residual alone (`_eval_residual`) and steps with the LU factors of
-    K held in (LU, piv): a chord step. K is evaluated (`_eval_implicit`, counted in st[S_JACOBIANS])
+    Each iteration evaluates the residual alone (nmdp_residual) and steps with the LU factors of
+    K held in (LU, piv): a chord step. K is evaluated (nmdp_implicit, counted in st[S_JACOBIANS])
     and factored for a Newton step when no factors are given (lu_ready False) or the last chord
     step did not shrink the residual norm by CHORD_RATE; a chord step that made the residual
     larger (or non-finite) is taken back first. The factors given are K's at a nearby point: the
@@ -363,7 +354,8 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
     chord steps with those factors (`project`).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
+    (imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out,
+     lu_ok, qp_warm) = bufs
     nl = lam.shape[0]
     nq = q.shape[0]
     call_flat(addr[5], q.ctypes.data, M0.ctypes.data)  # M(q)
@@ -409,7 +401,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
     hit_limit = True
     for outer in range(max_iter):
         # sensitivity G = dv1/dlam = dt K^-1 W(q1), gradient G^T M v1 and metric G^T M G, at this point
-        _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)
+        _eval_at(addr[0], imp_in, imp_out, v1, lam, nq, nv, nl)
         st[S_JACOBIANS] += 1
         if not _factor_k(imp_out, LU, piv, nv, zo):
             return DIVERGED
@@ -482,7 +474,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
         if not accepted:
             st[S_LS_STOPS] += 1  # no sufficient decrease along d: stationary to the model's accuracy
             hit_limit = False
-            _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)  # cap at the solution
+            _eval_at(addr[0], imp_in, imp_out, v1, lam, nq, nv, nl)  # cap at the solution
             st[S_JACOBIANS] += 1
             break
         for a in range(nl):
@@ -495,7 +487,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
             ntr += 1
     if hit_limit:
         st[S_MAX_ITER_HITS] += 1
-        _eval_implicit(addr, imp_in, imp_out, v1, lam, nq, nv, nl)  # cap at the solution
+        _eval_at(addr[0], imp_in, imp_out, v1, lam, nq, nv, nl)  # cap at the solution
         st[S_JACOBIANS] += 1
     st[S_ENERGY] = energy
     st[S_TRACE_N] = ntr
@@ -511,7 +503,8 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, opts,
     lam minimises 1/2 v1^T M v1 over the polytope. Joints whose predicted torque saturates get
     their limit as a constant torque. Returns a status; exp_out holds W and cap at q.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
+    (imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out,
+     lu_ok, qp_warm) = bufs
     nl = lam.shape[0]
     nq = q.shape[0]
     for i in range(nq):
@@ -622,7 +615,8 @@ def nmdp_step(addr, bufs, q, v, dt, cmd, cp, lam, joints, umax, method, opts, st
     st receives this step's statistics (S_* indices), force the contact forces at the end
     (N) and depth_cap the capacities (N) at the end pose. q, v and lam change only on success.
     """
-    imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out, lu_ok, qp_warm = bufs
+    (imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out,
+     lu_ok, qp_warm) = bufs
     nv = v.shape[0]
     nc = cp.shape[0] // 3
     nl = lam.shape[0]
@@ -787,5 +781,5 @@ def advance(addr, bufs, q, v, nstep, h, cmd, cp, lam, joints, umax, method, opts
 
 # numba tracks this file only; cabi, linalg, ccall, the command check and the invariants are inlined into
 # the cached code above
-ccall.drop_stale_cache(_eval_implicit, "kernel.", [cabi.__file__, linalg.__file__, ccall.__file__,
+ccall.drop_stale_cache(_eval_at, "kernel.", [cabi.__file__, linalg.__file__, ccall.__file__,
                                                    command_check.__file__, invariants.__file__])
