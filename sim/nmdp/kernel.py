@@ -348,10 +348,12 @@ def _make_feasible(lam, o, D, nf, theta, mu):
 def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo, opts, st, trace):
     """One backward-Euler NMDP substep of dt seconds by (zeroth-order if zo) PGM.
 
-    lam (E nc, warm start in, solution out) and v1 (nv, m/s or rad/s, out). Returns a status;
-    on OK, imp_out holds the residual terms at the solution (cap: capacities at q1, N).
-    K is evaluated once per PGM iteration, at its point (for G); the projections between take
-    chord steps with those factors (`project`).
+    lam (D nc: each contact's normal and tangential force over its capacity; warm start in,
+    solution out) and v1 (nv, m/s or rad/s, out). Returns a status; on OK, imp_out holds the
+    residual terms at the solution (cap: capacities at q1, N) and (LU, piv) factors of K from this
+    substep (lu_ok[0] = 1), which the next substep's first projection starts from. K is evaluated
+    once per PGM iteration, at its point (for G); the projections between take chord steps with
+    those factors (`project`).
     trace[k] receives the objective (J) after k accepted iterations (count in st[S_TRACE_N]).
     """
     (imp_in, imp_out, exp_in, exp_out, M0, LU, piv, rhs, G, MG, Hq, gq, qp_in, qp_out, lam_t, v1_t, Mv, res_out,
