@@ -209,17 +209,25 @@ def nmdp_at_10ms(model, q0: np.ndarray, reps: int) -> dict:
     return out
 
 
+def bench_robot(name: str):
+    """The RobotModel `name` if the bench can run it (a 3D robot: a floating base and an MJCF);
+    ValueError saying which robots to pass otherwise (an unknown name: get_robot's)."""
+    from robots import get_robot
+
+    model = get_robot(name)
+    if not model.floating_base or not model.mjcf:
+        raise ValueError(f"{name} is not a 3D robot with an MJCF (a floating base); pass a quadruped such as go1, "
+                         "go2, a1, anymal_c or solo12")
+    return model
+
+
 def bench_plant3d(args) -> dict:
     """Per-step cost (us), real-time factor and resting height of each plant on go1, or the robot
     of `args.robot` (module docstring)."""
-    from robots import get_robot
     from sim.registry import make_plant
 
     robot = getattr(args, "robot", None) or "go1"
-    model = get_robot(robot)
-    if not model.floating_base or not model.mjcf:
-        raise ValueError(f"{robot} is not a 3D robot with an MJCF (a floating base); pass a quadruped such as go1, "
-                         "go2, a1, anymal_c or solo12")
+    model = bench_robot(robot)
     command = stand_command(model)
     q0 = model.q0.copy()
     q0[2] += 0.1

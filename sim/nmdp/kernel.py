@@ -345,6 +345,40 @@ def _make_feasible(lam, o, D, nf, theta, mu):
 
 
 @njit(cache=True)
+def _qp_metric(LU, piv, rhs, W, woff, M0, x, Mx, G, MG, Hq, gq, nv, nl, dt):
+    """The QP's data from the factored system matrix (LU, piv) and the force directions W
+    (row-major nv x nl at W[woff:]): G = dt (LU)^-1 W, the gradient gq = G^T M0 x and the
+    metric Hq = G^T M0 G (symmetric, M0 is); Mx := M0 x, MG := M0 G on the way."""
+    for c in range(nl):
+        for i in range(nv):
+            rhs[i] = dt * W[woff + i * nl + c]
+        lu_solve(LU, piv, rhs, nv)
+        for i in range(nv):
+            G[i, c] = rhs[i]
+    for i in range(nv):
+        s = 0.0
+        for k in range(nv):
+            s += M0[i, k] * x[k]
+        Mx[i] = s
+        for c in range(nl):
+            s = 0.0
+            for k in range(nv):
+                s += M0[i, k] * G[k, c]
+            MG[i, c] = s
+    for a in range(nl):
+        s = 0.0
+        for k in range(nv):
+            s += G[k, a] * Mx[k]
+        gq[a] = s
+        for b in range(a, nl):
+            s = 0.0
+            for k in range(nv):
+                s += G[k, a] * MG[k, b]
+            Hq[a, b] = s
+            Hq[b, a] = s
+
+
+@njit(cache=True)
 def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo, opts, st, trace):
     """One backward-Euler NMDP substep of dt seconds by (zeroth-order if zo) PGM.
 
@@ -407,33 +441,7 @@ def pgm_substep(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, zo
         st[S_JACOBIANS] += 1
         if not _factor_k(imp_out, LU, piv, nv, zo):
             return DIVERGED
-        for c in range(nl):
-            for i in range(nv):
-                rhs[i] = dt * imp_out[woff + i * nl + c]
-            lu_solve(LU, piv, rhs, nv)
-            for i in range(nv):
-                G[i, c] = rhs[i]
-        for i in range(nv):
-            s = 0.0
-            for k in range(nv):
-                s += M0[i, k] * v1[k]
-            Mv[i] = s
-            for c in range(nl):
-                s = 0.0
-                for k in range(nv):
-                    s += M0[i, k] * G[k, c]
-                MG[i, c] = s
-        for a in range(nl):
-            s = 0.0
-            for k in range(nv):
-                s += G[k, a] * Mv[k]
-            gq[a] = s
-            for b in range(a, nl):  # symmetric (M0 is)
-                s = 0.0
-                for k in range(nv):
-                    s += G[k, a] * MG[k, b]
-                Hq[a, b] = s
-                Hq[b, a] = s
+        _qp_metric(LU, piv, rhs, imp_out, woff, M0, v1, Mv, G, MG, Hq, gq, nv, nl, dt)
         qs = _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam, nc, int(opts[O_FACES]),
                        imp_out[capoff + nc:capoff + 2 * nc], cp[2 * nc:3 * nc], opts[O_QP_REG])
         if qs == -1:  # no contact can act: nothing to optimise
@@ -532,32 +540,8 @@ def mdp_step(addr, bufs, q, v, dt, cmd, cp, lam, v1, joints, umax, nv, nc, opts,
     if not lu_factor(LU, piv, nv):
         return DIVERGED
     lu_solve(LU, piv, Mv, nv)  # Mv := v_free
-    for c in range(nl):
-        for i in range(nv):
-            rhs[i] = dt * exp_out[woff + i * nl + c]
-        lu_solve(LU, piv, rhs, nv)
-        for i in range(nv):
-            G[i, c] = rhs[i]
-    for i in range(nv):
-        s = 0.0
-        for k in range(nv):
-            s += M0[i, k] * Mv[k]
-        v1_t[i] = s  # M v_free
-        for c in range(nl):
-            s = 0.0
-            for k in range(nv):
-                s += M0[i, k] * G[k, c]
-            MG[i, c] = s
+    _qp_metric(LU, piv, rhs, exp_out, woff, M0, Mv, v1_t, G, MG, Hq, gq, nv, nl, dt)  # v1_t := M v_free
     for a in range(nl):
-        s = 0.0
-        for k in range(nv):
-            s += G[k, a] * v1_t[k]
-        gq[a] = s
-        for b in range(nl):
-            s = 0.0
-            for k in range(nv):
-                s += G[k, a] * MG[k, b]
-            Hq[a, b] = s
         lam_t[a] = 0.0
     # the QP in lam itself: linear term at the reference lam = 0 is G^T M v_free
     capoff = nv * nv + nv + nv * nl
@@ -740,6 +724,18 @@ def load_command(tau_ff, q_des, v_des, kp, kd, cmd):
 
 
 @njit(cache=True)
+def impedance_torques(cmd, q, v, joints, umax, tau):
+    """tau := the held command's impedance torques at (q, v) (N m): tau_ff + kp (q_des - q_j)
+    + kd (v_des - v_j), clipped to +-umax (cmd packed, 5 nu; joints index v)."""
+    nu = joints.shape[0]
+    shift = q.shape[0] - v.shape[0]
+    for a in range(nu):
+        j = joints[a]
+        t = cmd[a] + cmd[3 * nu + a] * (cmd[nu + a] - q[j + shift]) + cmd[4 * nu + a] * (cmd[2 * nu + a] - v[j])
+        tau[a] = min(max(t, -umax[a]), umax[a])
+
+
+@njit(cache=True)
 def advance(addr, bufs, q, v, nstep, h, cmd, cp, lam, joints, umax, method, opts, st, totals, force, cap, trace,
             heights_address, heights, lowest, floating, q_good, v_good, out_q, out_v, out_contact, out_force, tau):
     """A plant's step() in one compiled call, under the command held in cmd (`load_command`):
@@ -768,11 +764,7 @@ def advance(addr, bufs, q, v, nstep, h, cmd, cp, lam, joints, umax, method, opts
         failure = _first_failure(q, v, heights_address, heights, nc, lowest, floating)
         if failure != 0:
             break
-    shift = q.shape[0] - v.shape[0]
-    for a in range(nu):
-        j = joints[a]
-        t = cmd[a] + cmd[3 * nu + a] * (cmd[nu + a] - q[j + shift]) + cmd[4 * nu + a] * (cmd[2 * nu + a] - v[j])
-        tau[a] = min(max(t, -umax[a]), umax[a])
+    impedance_torques(cmd, q, v, joints, umax, tau)
     out_q[:] = q
     out_v[:] = v
     for i in range(nc):

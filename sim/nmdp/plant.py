@@ -358,10 +358,8 @@ class NmdpPlant:
     def state(self) -> PlantState:
         """The current PlantState (fresh arrays): contact = penetrating (capacity > 0), force =
         (normal, tangential) in N from the last step, tau = the impedance torque at the state."""
-        m, c = self.model, self._cmd
-        nu, j = m.nu, self._joints
-        tau = np.clip(c[:nu] + c[3 * nu:4 * nu] * (c[nu:2 * nu] - self.q[j + (m.nq - m.nv)])
-                      + c[4 * nu:] * (c[2 * nu:3 * nu] - self.v[j]), -self._umax, self._umax)
+        tau = np.empty(self.model.nu)
+        K.impedance_torques(self._cmd, self.q, self.v, self._joints, self._umax, tau)
         return PlantState(self.t, self.q.copy(), self.v.copy(), self._cap > 0, self._force.copy(), tau,
                           self.violation)
 
@@ -372,11 +370,7 @@ class NmdpPlant:
         line-search stops, QP warnings, iteration-limit hits, and min_dt, the smallest substep
         used (s)."""
         tot = self._totals
-        counts = {name: int(tot[k]) for name, k in (("iters", K.S_ITERS), ("newton", K.S_NEWTON),
-                                                    ("jacobians", K.S_JACOBIANS), ("substeps", K.S_SUBSTEPS),
-                                                    ("halvings", K.S_HALVINGS), ("ls_stops", K.S_LS_STOPS),
-                                                    ("qp_warnings", K.S_QP_WARN),
-                                                    ("max_iter_hits", K.S_MAX_ITER_HITS))}
+        counts = {K.STAT_NAMES[k]: int(tot[k]) for k in K.COUNTED}
         return {"steps": int(tot[K.T_STEPS]), **counts, "min_dt": float(tot[K.S_MIN_DT])}
 
     def last_step(self) -> dict:
