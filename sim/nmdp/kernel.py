@@ -224,6 +224,20 @@ def _energy(M, x, nv):
 
 
 @njit(cache=True)
+def _face_angle(theta, e, nf):
+    """Direction (rad, in the ground plane) of the outward normal of friction face e of a 3D
+    contact whose polygon is turned by theta (`_solve_qp`; sim.nmdp.terms)."""
+    return theta + np.pi + 2.0 * np.pi * (e + 0.5) / nf
+
+
+@njit(cache=True)
+def _face_slope(D, nf):
+    """A face's bound on the tangential force per unit of normal force, over mu: 1 planar (the
+    exact cone), cos(pi / nf) in 3D (the polygon's inscribed radius)."""
+    return 1.0 if D == 2 else np.cos(np.pi / nf)
+
+
+@njit(cache=True)
 def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam_ref, nc, nf, theta, mu, reg):
     """QP over the contacts' forces: min 1/2 (l - ref)^T Hq (l - ref) + gq^T (l - ref), l feasible.
 
@@ -288,7 +302,7 @@ def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam_ref, nc, nf, theta, mu, 
     o += 2 * n
     for i in range(m * n):
         qp_in[o + i] = 0.0
-    slope = 1.0 if D == 2 else np.cos(np.pi / nf)
+    slope = _face_slope(D, nf)
     for a in range(k):
         r = act[a]
         for e in range(nf):
@@ -297,7 +311,7 @@ def _solve_qp(addr, qp_in, qp_out, qp_warm, Hq, gq, lam_ref, nc, nf, theta, mu, 
             if D == 2:
                 qp_in[row + 1] = 1.0 if e == 0 else -1.0
             else:
-                ang = theta[r] + np.pi + 2.0 * np.pi * (e + 0.5) / nf
+                ang = _face_angle(theta[r], e, nf)
                 qp_in[row + 1] = np.cos(ang)
                 qp_in[row + 2] = np.sin(ang)
     o += m * n
@@ -329,15 +343,14 @@ def _make_feasible(lam, o, D, nf, theta, mu):
     normal to [0, 1], then scale the tangential part down until every face holds."""
     ln = min(max(lam[o], 0.0), 1.0)
     lam[o] = ln
-    slope = 1.0 if D == 2 else np.cos(np.pi / nf)
     worst = 0.0  # the largest u_e . l_t over the faces
     if D == 2:
         worst = abs(lam[o + 1])
     else:
         for e in range(nf):
-            ang = theta + np.pi + 2.0 * np.pi * (e + 0.5) / nf
+            ang = _face_angle(theta, e, nf)
             worst = max(worst, np.cos(ang) * lam[o + 1] + np.sin(ang) * lam[o + 2])
-    limit = mu * slope * ln
+    limit = mu * _face_slope(D, nf) * ln
     if worst > limit:
         f = limit / worst
         for d in range(1, D):
