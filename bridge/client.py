@@ -131,6 +131,19 @@ class ControllerClient:
                               deadline_s=float(config.get("deadline_s", 0.9 * period)), seed=o.chaos_seed)
         return True, chaos if chaos.active else None
 
+    def _warm_up_config(self) -> None:
+        """Load now, before HELLO, what handling CONFIG needs: the plant sends STATE 0 right after
+        CONFIG, so work done then would make tick 0 late (the witness library, ~50 ms even when
+        compiled; numpy.random's generators for a chaos schedule, ~10 ms)."""
+        try:
+            from .witness import StallWitness
+
+            StallWitness.prepare()
+        except (RuntimeError, OSError):  # no C compiler: a lockstep run needs no witness (realtime fails at CONFIG)
+            pass
+        if self.options.stall_ms > 0 and self.options.stall_prob > 0:
+            np.random.default_rng(self.options.chaos_seed)
+
     def _on_signal(self, signum, frame) -> None:
         self.stop = True
 
@@ -158,6 +171,7 @@ class ControllerClient:
                 from estimation import LeggedEstimator
 
                 LeggedEstimator.warm_up(model)
+            self._warm_up_config()
             gc.collect()
             gc.freeze()
             gc.disable()

@@ -547,6 +547,10 @@ class PlantServer:
         spin = realtime and not _under_fifo()  # never spin under SCHED_FIFO (it starves the machine)
         late_transport = not realtime and transport_always_late(o.transport_delay_ms, deadline_s)
         tick = 0
+        if realtime:  # loaded before a controller's HELLO starts the clock
+            from .witness import StallWitness
+
+            StallWitness.prepare()
         while realtime and self.client is None and not self.stop:  # the clock starts with a controller
             events = dict(poller.poll(timeout=100))
             if self.monitor in events:
@@ -554,8 +558,6 @@ class PlantServer:
             if self.sock in events:
                 self._receive(tick)
         if realtime:
-            from .witness import StallWitness
-
             self.witnesses = [StallWitness.start()]
         self.joined = False
         t_sched = time.perf_counter()

@@ -77,6 +77,12 @@ class StallWitness:
         self._to = np.zeros(_DRAIN, np.int64)
         self.running = True
 
+    @staticmethod
+    def prepare() -> None:
+        """Load the witness library now (compiling it once per machine; ~50 ms even when cached),
+        so that a later start() only starts a thread: call it before a deadline clock runs."""
+        _load()
+
     @classmethod
     def start(cls) -> "StallWitness":
         """Start a witness thread (one FIFO priority above the process if it runs under FIFO, not

@@ -7,7 +7,11 @@ cause, never a time."""
 from __future__ import annotations
 
 import heapq
+import json
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -17,7 +21,7 @@ import zmq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge.attribution import CAUSES, TickRecord, attribute, stalled_ns
+from bridge.attribution import CAUSES, TickRecord, attribute, miss_times, stalled_ns
 from bridge.client import ClientOptions, ControllerClient
 from bridge.server import PlantServer, ServerOptions
 from conftest import start_pd_hopper_client
@@ -135,7 +139,43 @@ def test_a_controller_process_stopped_for_20_ms_is_host(tmp_path):
     in_stop = [r for r in server.records if r.missed and any(r.sent_ns <= b and r.deadline_ns >= a for a, b in stops)]
     assert in_stop, "a 20 ms stop of the controller must cost a deadline"
     assert all(r.cause == "host" for r in in_stop), [(r.tick, r.cause) for r in in_stop]
-    assert summary["misses_by_cause"]["controller"] == 0  # the machine's own stalls elsewhere may add others
+    blamed = [(r.tick, miss_times(r)) for r in server.records if r.missed and r.cause == "controller"]
+    assert not blamed, f"(tick, (late, cpu, wall, state leg, command leg, waited) ms): {blamed}"  # the machine may add others
+
+
+CONFIG_LOADS_NOTHING = """
+import json
+import sys
+import bridge.protocol as P
+import bridge.witness as W
+from bridge.client import ClientOptions, ControllerClient
+from mpc.controllers import make_controller
+from robots import get_robot
+client = ControllerClient("ipc:///nowhere", make_controller("pd", get_robot("hopper")), ClientOptions(stall_ms=float(sys.argv[1]), stall_prob=0.5))
+client._warm_up_config()
+assert W._lib is not None, "the witness library is not loaded before HELLO"
+config = P.decode(P.encode_json(P.CONFIG, 0, 0.0, json.loads(sys.argv[2])), None)
+before = set(sys.modules)
+holder = [None]
+realtime, chaos = client._configured(config, holder)
+holder[0].stop()
+assert realtime and (chaos is not None) == (float(sys.argv[1]) > 0)
+print(sorted(set(sys.modules) - before))
+"""
+
+
+@pytest.mark.parametrize("stall_ms", [0.0, 50.0])
+def test_handling_config_loads_nothing_new(stall_ms):
+    """The plant sends STATE 0 right after CONFIG: a module or library first loaded while handling
+    CONFIG (the witness's, ~50 ms; numpy.random's, ~10 ms) would make a realtime run's tick 0 late
+    and, when CONFIG and STATE arrive together, count as the controller's CPU time. A fresh
+    interpreter, since this one has loaded everything already."""
+    config = _server("ipc:///nowhere", mode="realtime")._config()  # built here: a plant loads what a client need not
+    out = subprocess.run([sys.executable, "-c", CONFIG_LOADS_NOTHING, str(stall_ms), json.dumps(config)],
+                         capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def _delaying_proxy(front: str, back: str, delay_s: float, stop: threading.Event) -> None:
