@@ -166,12 +166,13 @@ def _lib(model: RobotModel, cache_dir=None, verbose: bool = True):
     return compile_functions(fns, lib_name=f"{model.name}-ess", cache_dir=cache_dir, verbose=verbose)
 
 
-# The functions the kernel calls (and their helpers), and `_integrate` which calls the kernel, are
-# compiled with _nrt=False like the kernel (see kernel.ess_integrate): they borrow every array and
-# allocate nothing. The functions that create the arenas' views and hand them down (`_context`,
-# `_arrays`, integrate_robot, _tick, rollout_robot) keep numba's reference counting: a view made
-# without it and released with it (or the reverse) would unbalance the count
-# (test_compiled_calls_leave_reference_counts_balanced).
+# Every compiled function here is compiled with _nrt=False like the kernel (see
+# kernel.ess_integrate): they borrow every array and allocate nothing, down from the entry points
+# (the step, integrate_robot, rollout_robot) through the views of the arenas (`_context`,
+# `_arrays`). A view made without reference counting and released with it (or the reverse) would
+# unbalance the count (test_compiled_calls_leave_reference_counts_balanced), so none of them
+# returns a view to reference-counted code, and Python takes its views by their py_func. With
+# the counting, its atomic increments and decrements took ~5 % of a go1 tick.
 
 # memo[0], what fout holds for the input in fin: nothing, ess_out's part (phi, vn, force, tau) or
 # all of ess_rhs's outputs
@@ -681,12 +682,12 @@ def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: 
                          I]).astype(np.int64)
     wk[o_p:o_F] = p
     wk[o_F:o_F + F.size] = F
-    ctx = _context(wk, wi)
+    ctx = _context.py_func(wk, wi)  # numpy's views: the compiled versions keep no reference counts
     ctx[1][-1] = slip_speed  # fin's last entry: ess_rhs's vs input
-    return (wk, wi, ctx) + _arrays(wk, wi)
+    return (wk, wi, ctx) + _arrays.py_func(wk, wi)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _context(wk, wi):
     """The ctx tuple (addr, fin, fout, bt, bc, bg, gen, W, piv, memo) as views of the arenas."""
     nv = wi[WI_NV]
@@ -695,7 +696,7 @@ def _context(wk, wi):
             wk[wi[7]:wi[8]])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _arrays(wk, wi):
     """The plant's parameter vector p, float state F and integer state I as views of the arenas."""
     return wk[wi[WI_P]:wi[WI_P + 1]], wk[wi[WI_F]:wi[WI_F + 1]], wi[wi[WI_I]:wi[WI_I + 1]]
@@ -732,14 +733,14 @@ def _integrate(ctx, p, F, I, B, work, tf, t_eval, x_eval):
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def integrate_robot(wk, wi, B, tf, t_eval, x_eval):
     """`_integrate` on the plant's arenas (see there)."""
     p, F, I = _arrays(wk, wi)
     return _integrate(_context(wk, wi), p, F, I, B, wk[wi[WI_F + 1]:], tf, t_eval, x_eval)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _tick(wk, wi, B, tf):
     """Integrate to tf under the held command; write the outputs (forces, torques, contact flags)
     into F's tail and B's last row. Returns the kernel's status."""
@@ -794,11 +795,11 @@ def step_fields():
         ro = nbt.Array(nbt.float64, 1, "C", readonly=True)
         sig = nbt.int64(f1, nbt.int64[::1], nbt.boolean[:, ::1], ro, ro, ro, ro, ro, nbt.float64, nbt.int64, f1,
                         nbt.float64)
-        _STEP_FIELDS.append(njit(sig, cache=True)(_step_fields_py))
+        _STEP_FIELDS.append(njit(sig, cache=True, _nrt=False)(_step_fields_py))
     return _STEP_FIELDS[0]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rollout_robot(wk, wi, B, commands, period, out_x):
     """Apply commands[k] (packed, 5 nu) during tick k of `period` s; record x after each tick.
     Returns the status (ticks completed in I[I_TICKS])."""
@@ -807,17 +808,19 @@ def rollout_robot(wk, wi, B, commands, period, out_x):
     work = wk[wi[WI_F + 1]:]
     m = B.shape[1]
     x = F[F_EPS + 2 * m:F_EPS + 2 * m + int(p[0]) + int(p[1])]
-    te = np.empty(0)
-    xe = np.empty((0, x.shape[0]))
+    te = work[:0]
+    xe = work[:0].reshape((0, x.shape[0]))
     t0 = F[F_T]
     off = p.shape[0] - commands.shape[1]
     I[I_TICKS] = 0
     for k in range(commands.shape[0]):
-        p[off:] = commands[k]
+        for j in range(commands.shape[1]):
+            p[off + j] = commands[k, j]
         status = _integrate(ctx, p, F, I, B, work, t0 + (k + 1) * period, te, xe)
         if status != K.OK:
             return status
-        out_x[k] = x
+        for j in range(x.shape[0]):
+            out_x[k, j] = x[j]
         I[I_TICKS] = k + 1
     return K.OK
 
