@@ -404,7 +404,7 @@ def test_w_solve_is_the_inverse_of_i_minus_g_w_and_keeps_its_factor():
     p[-5 * nu:] = np.concatenate([np.zeros(nu), model.q0[plant._joints], np.zeros(nu), np.full(nu, 40.0),
                                   np.full(nu, 1.0)])
     robot_f(0.0, x, sigma, p, ctx, np.empty(nq + nv))
-    robot_wprep(0.0, x, sigma, p, ctx)
+    robot_wprep(0.0, x, sigma, p, ctx, 0.0)
     Mx, Kx, Dx = (ctx[7][k].copy() for k in range(3))
     assert np.abs(Kx).max() > 0 and np.abs(Dx).max() > 0
     Minv = np.linalg.inv(Mx)
@@ -425,7 +425,7 @@ def test_w_solve_is_the_inverse_of_i_minus_g_w_and_keeps_its_factor():
 
 
 def test_w_is_reused_within_a_contact_mode_and_rebuilt_on_a_mode_change():
-    from sim.ess.robot import robot_wprep
+    from sim.ess.robot import W_EASY_ERR, W_REUSE_EASY, robot_wprep
 
     model = get_robot("hopper")
     plant = EssPlant(model, w_reuse=2, verbose=False)
@@ -436,14 +436,20 @@ def test_w_is_reused_within_a_contact_mode_and_rebuilt_on_a_mode_change():
     p = plant._p.copy()
     stale = ctx[-1].shape[0] - 1  # the "factor stale" flag (last of _w_book's bookkeeping): set by a rebuild
 
-    def rebuilt(x, sigma):
+    def rebuilt(x, sigma, en=1.0):  # en = 1: after a step the error control sized
         ctx[-1][stale] = 0.0
-        robot_wprep(0.0, x, sigma, p, ctx)
+        robot_wprep(0.0, x, sigma, p, ctx, en)
         return bool(ctx[-1][stale])
 
     assert rebuilt(x, flight)
     assert not rebuilt(x + 1e-3, flight) and not rebuilt(x + 2e-3, flight)  # kept for w_reuse = 2 steps
+    assert not rebuilt(x + 2e-3, flight)  # asked again at the last call's point: not counted
     assert rebuilt(x + 3e-3, flight)  # too old
+    # easy steps (bounded by the interval, error norm below W_EASY_ERR) keep it up to W_REUSE_EASY points
+    assert not any(rebuilt(x + 3e-3 + k * 1e-6, flight, en=W_EASY_ERR / 2) for k in range(1, W_REUSE_EASY + 1))
+    assert rebuilt(x + 3e-3 + (W_REUSE_EASY + 1) * 1e-6, flight, en=W_EASY_ERR / 2)
+    assert not rebuilt(x + 4e-3, flight) and not rebuilt(x + 5e-3, flight, en=2.0)  # hard steps: the normal rule
+    assert rebuilt(x + 6e-3, flight, en=2.0)
     assert rebuilt(x + 3e-3, stance)  # the contact mode changed
     p[-2] += 1.0  # a gain changed
     assert rebuilt(x + 3e-3, stance)
@@ -513,7 +519,7 @@ def test_friction_w_terms_match_finite_differences(name):
 
     def terms(v):
         x = np.concatenate([q, v])
-        robot_wprep(0.0, x, sigma, p, ctx)
+        robot_wprep(0.0, x, sigma, p, ctx, 0.0)
         Kx, Dx = ctx[7][1].copy(), ctx[7][2].copy()
         bt = ctx[3]
         o_jt = terms_offsets(nv, nc)[2]
@@ -766,3 +772,52 @@ def test_ess_results_do_not_depend_on_numbas_cache(tmp_path):
         hashes.append(run.stdout.strip().splitlines()[-1])
     assert any(tmp_path.rglob("*.nbi")), "the first process wrote no cache for the second to load"
     assert hashes[0] == hashes[1]
+
+
+# Prothero-Robinson, y' = lam (y - cos t) - sin t (lam = p[0]), from y(0) = 1 + d: cos t + d exp(lam t).
+# ROS23 with the exact W = lam; the W calls are recorded in p: p[1] their number with en > 1 (a
+# rejected attempt's end), p[2] with en < 1 (an accepted step the interval bounded), p[3] with en == 1
+@njit(cache=True)
+def _pr_f(t, x, sigma, p, ctx, out):
+    out[0] = p[0] * (x[0] - np.cos(t)) - np.sin(t)
+
+
+@njit(cache=True)
+def _pr_h(x, p, ctx, out):
+    out[0] = -1.0  # no event
+
+
+@njit(cache=True)
+def _pr_Dh(x, p, ctx, out):
+    out[0, 0] = 0.0
+
+
+@njit(cache=True)
+def _pr_wprep(t, x, sigma, p, ctx, en):
+    p[1 if en > 1.0 else (2 if en < 1.0 else 3)] += 1.0
+
+
+@njit(cache=True)
+def _pr_wsolve(g, refactor, p, ctx, rhs, out):
+    out[0] = rhs[0] / (1.0 - g * p[0])
+
+
+def test_ros23_asks_for_w_where_a_rejected_attempt_ended_and_says_which_steps_were_easy():
+    """The kernel's wprep contract (kernel.py): after f at a step's start (en = 1), at an accepted
+    step's end (its error norm when the interval's end or h_max bounded it, else 1) and at a
+    rejected attempt's end (its norm, > 1), so that a W-method may take W where the failed attempt
+    ended (go1's landing: 63 rejected attempts against 124) and keep W through easy steps."""
+    system = EssSystem(_pr_f, _pr_h, _pr_Dh, n=1, m=1, name="prothero-robinson", wprep=_pr_wprep,
+                       wsolve=_pr_wsolve)
+    p = np.array([-1e4, 0.0, 0.0, 0.0])
+    res = integrate(system, [1.5], 0.0, 1.0, eps=1e-3, p=p, method="ros23", rtol=1e-4, atol=1e-6, h0=1e-2)
+    assert res.stats["rejects"] > 0 and p[1] == res.stats["rejects"]  # each rejection asked once, with en > 1
+    assert abs(res.x[0] - np.cos(1.0)) < 1e-4
+    # 1 ms ticks of a slow solution: every step bounded by the tick, each one's norm passed on
+    p = np.array([-1.0, 0.0, 0.0, 0.0])
+    x, guards = np.array([1.0]), None
+    for k in range(10):
+        r = integrate(system, x, k * 1e-3, (k + 1) * 1e-3, eps=1e-3, p=p, method="ros23", rtol=1e-4, atol=1e-6,
+                      h0=1e-3, h_max=1e-3, guards=guards)
+        x, guards = r.x, r.guards
+    assert p[1] == 0 and p[2] == 10 and p[3] == 10  # per tick: its start (1) and its bounded step's end

@@ -40,8 +40,12 @@ User functions (numba-compiled, each with the signature shown):
     f(t, x, sigma, p, ctx, out)     -> writes dx/dt into out (n)
     h(x, p, ctx, out)               -> writes event values into out (m)
     Dh(x, p, ctx, out)              -> writes the m x n event Jacobian into out
-    wprep(t, x, sigma, p, ctx)      -> ROS23/ROS21 only: capture what W needs at x. The kernel calls it
-                                       right after f(t, x, sigma, p, ctx, .) at the same point.
+    wprep(t, x, sigma, p, ctx, en)  -> ROS23/ROS21 only: capture what W needs at x (or keep the W it
+                                       has: any W keeps the order). The kernel calls it after
+                                       f(t, x, sigma, p, ctx, .) at the same point: at a step's
+                                       start (en = 1), at an accepted step's end (en: its error
+                                       norm if the interval's end or h_max bounded the step,
+                                       else 1) and at a rejected attempt's end (its norm, > 1).
     wsolve(g, refactor, p, ctx, rhs, out) -> ROS23/ROS21: out = (I - g W)^-1 rhs for W captured by
                                        the last wprep; refactor is True when g or the point changed.
 `no_wprep`/`no_wsolve` (W = 0) make ROS23 an explicit second-order Runge-Kutta pair.
@@ -157,7 +161,7 @@ def _err_norm(x, xn, err, rtol, atol):
 
 
 @njit(cache=True)
-def no_wprep(t, x, sigma, p, ctx):
+def no_wprep(t, x, sigma, p, ctx, en):
     """W = 0: nothing to capture."""
 
 
@@ -166,6 +170,22 @@ def no_wsolve(g, refactor, p, ctx, rhs, out):
     """W = 0: (I - g W)^-1 is the identity."""
     for i in range(out.shape[0]):
         out[i] = rhs[i]
+
+
+@njit(cache=True, _nrt=False)
+def _dense_coefficients(rc, x, xn, k1, k3, k4, k5, k6, k7, hs, ros, no_end):
+    """The step's dense output (`dense_eval`) from x to xn over hs: ROS23 a cubic Hermite
+    interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0), ROS21 the quadratic through x and xn
+    with slope f(x) (rc[3] = rc[4] = 0), Dormand-Prince its own quartic."""
+    for i in range(x.shape[0]):
+        ydiff = xn[i] - x[i]
+        bspl = hs * k1[i] - ydiff
+        rc[0, i] = x[i]
+        rc[1, i] = ydiff
+        rc[2, i] = bspl
+        rc[3, i] = 0.0 if no_end else ydiff - hs * k7[i] - bspl
+        rc[4, i] = 0.0 if ros else hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i]
+                                         + D7 * k7[i])
 
 
 @njit
@@ -379,7 +399,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             f(t, x, sigma, p, ctx, k1)
             stats[S_FEVALS] += 1
             if ros:
-                wprep(t, x, sigma, p, ctx)
+                wprep(t, x, sigma, p, ctx, 1.0)
             k1_valid = True
         hs = min(hstep[0], h_max, tf - t)
         if tf - t - hs < 1e-12 * max(1.0, abs(tf)):
@@ -407,12 +427,19 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             if not np.isfinite(en):
                 hs *= 0.1
             else:
+                if ros and _finite(xn):
+                    # W where the failed attempt ended (any W keeps the order): it carries the
+                    # stiffness reached within the step (a foot that stuck), where W at x had not
+                    wprep(t + hs, xn, sigma, p, ctx, en)
                 hs *= max(0.2, 0.9 * en ** -expo)
         stats[S_STEPS] += 1
         en = max(en, 1e-10)
         if ros:
             if not no_end:  # k7 = f(xn) was the attempt's last evaluation: W at xn for the next step
-                wprep(t + hs, xn, sigma, p, ctx)
+                # a step the error control did not size (the interval's end or h_max bounded it)
+                # passes its error norm; one it sized passes 1
+                bounded = not rejected and (hs >= h_max or tf - (t + hs) < 1e-13 * max(1.0, abs(tf)))
+                wprep(t + hs, xn, sigma, p, ctx, en if bounded else 1.0)
             fac = 0.9 * en ** -expo
         else:
             # Hairer's PI controller (beta = 0.04) damps the step-size oscillation at the
@@ -421,18 +448,6 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
         # growth capped at 5x, none after a reject
         hstep[0] = hs * min(1.0 if rejected else 5.0, max(0.2, fac))
         err_prev[0] = max(en, 1e-4)
-        # dense output coefficients
-        for i in range(n):
-            ydiff = xn[i] - x[i]
-            bspl = hs * k1[i] - ydiff
-            rc[0, i] = x[i]
-            rc[1, i] = ydiff
-            rc[2, i] = bspl
-            # ROS23: cubic Hermite interpolation of (x, f(x)) and (xn, f(xn)) (rc[4] = 0); ROS21:
-            # quadratic through x, xn with slope f(x) (rc[3] = rc[4] = 0)
-            rc[3, i] = 0.0 if no_end else ydiff - hs * k7[i] - bspl
-            rc[4, i] = 0.0 if ros else hs * (D1 * k1[i] + D3 * k3[i] + D4 * k4[i] + D5 * k5[i] + D6 * k6[i]
-                                             + D7 * k7[i])
         # events inside the step: band entry of armed guards, zero crossing of parked guards
         h(xn, p, ctx, hn)
         theta_hit = 2.0
@@ -443,6 +458,7 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
                 if armed[k]:
                     watch_all = False
                     break
+        dense = False  # the dense output's coefficients, computed only to locate a crossing or record a t_eval
         for k in range(m):
             if (armed[k] or watch_all) and hv[k] < -eps[k] and hn[k] >= -eps[k]:
                 level = -eps[k]
@@ -450,6 +466,9 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
                 level = 0.0  # crossed before it could be armed (grazing) or while parked
             else:
                 continue
+            if not dense:
+                _dense_coefficients(rc, x, xn, k1, k3, k4, k5, k6, k7, hs, ros, no_end)
+                dense = True
             # Illinois false position on g(theta) = h_k(dense(theta)) - level
             a, b = 0.0, 1.0
             ga, gb = hv[k] - level, hn[k] - level
@@ -476,6 +495,8 @@ def ess_integrate(f, h, Dh, wprep, wsolve, method, ctx, x, t, tf, p, sigma, arme
             stats[S_LOCATED] += 1
         cut = theta_hit <= 1.0 and theta_hit < 1.0 - 1e-15
         t_end = t + hs * theta_hit if cut else t + hs
+        if n_done < n_eval and t_eval[n_done] <= t_end and not dense:
+            _dense_coefficients(rc, x, xn, k1, k3, k4, k5, k6, k7, hs, ros, no_end)
         while n_done < n_eval and t_eval[n_done] <= t_end:
             dense_eval(rc, (t_eval[n_done] - t) / hs, xw)
             for i in range(n):

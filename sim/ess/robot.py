@@ -325,7 +325,7 @@ def _w_book(memo, nu):
 
 
 @njit(cache=True, _nrt=False)
-def robot_wprep(t, x, sigma, p, ctx):
+def robot_wprep(t, x, sigma, p, ctx, en):
     """The Rosenbrock-W methods' W at x: the stiff force elements linearised, W = [[0, I], [-M^-1 K, -M^-1 D]].
 
     K = -dF/dq and D = -dF/dv of the generalised force F from the joint impedance (unless
@@ -334,16 +334,18 @@ def robot_wprep(t, x, sigma, p, ctx):
     Stores M, K, D in W[0:3] from one `ess_terms` call at x.
 
     Reuse (a W-method's licence: any W keeps order 2, a stale one only costs step size): W is
-    kept while the contact modes and the command's gains are those it was built with, for up to
-    p[6] (`w_reuse`) further calls at points other than its own; at the same x it is always kept.
-    The kernel calls it at each accepted step's end and at an integration call's first point, so
-    with one step per tick W lasts w_reuse / 2 + 1 ticks. A rebuild marks the factor of
-    `robot_wsolve` stale.
+    kept while the contact modes, the command's gains and the stance contacts' stick flags are
+    those it was built with, for up to p[6] (`w_reuse`) further calls at points other than its
+    own, or up to W_REUSE_EASY while the step that ended at x was easy (the interval's end or
+    h_max bounded it and its error norm en is below W_EASY_ERR: a W that stopped fitting shows
+    there first); at its own x, or at the point of the last call that kept it, it is kept without
+    counting. A rebuild marks the factor of `robot_wsolve` stale.
     """
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
     n, m = x.shape[0], sigma.shape[0]
-    # memo[o:o+n] = x of the last W, then sigma (m), a valid flag, then the bookkeeping at og
+    # memo[o:o+n] = x of the last W, then sigma (m), a valid flag, the stick flags (nc), the point
+    # of the last call that kept W (n), then the bookkeeping at og
     o = 1
     og = _w_book(memo, nu)
     gains = p.shape[0] - 2 * nu
@@ -368,7 +370,16 @@ def robot_wprep(t, x, sigma, p, ctx):
                     break
             if same_x:
                 return
-            if memo[og + 2 * nu] < p[6]:
+            ol = o + n + m + 1 + nc  # the point of the last call that kept W
+            asked = True
+            for i in range(n):
+                if x[i] != memo[ol + i]:
+                    asked = False
+                    memo[ol + i] = x[i]
+            if asked:  # e.g. a call's first step at the last call's final point: decided there
+                return
+            age = memo[og + 2 * nu]
+            if age < p[6] or (en < W_EASY_ERR and age < W_REUSE_EASY):
                 memo[og + 2 * nu] += 1.0
                 return
     for i in range(n):
@@ -647,7 +658,11 @@ G_KEEP = 0.02  # robot_wsolve keeps its factor while g is within 2 % of the fact
 # untouched keeps the memo of f at the tick's last point valid, so the next tick's first stage is
 # free under an unchanged command (a norm off by 1e-10 moves a foot by ~1e-11 m)
 QUAT_NORM_TOL = 1e-10
-W_REUSE = 8  # default EssPlant(w_reuse=...): further points W is kept at within a contact mode (`robot_wprep`)
+W_REUSE = 4  # default EssPlant(w_reuse=...): further points W is kept at within a contact mode (`robot_wprep`)
+# ... and while the steps are easy (error norm below W_EASY_ERR), up to W_REUSE_EASY points: a
+# standing go1's steps have norms ~1e-4, and its W rebuilt every few ticks took 9 % of a tick
+W_EASY_ERR = 0.05
+W_REUSE_EASY = 64
 # default (rtol, atol) per method: ros23's at about the accuracy dopri5's had; ros21's error
 # estimate is of first order and overstates its error, so its tolerance is looser (docs/ESS.md)
 DEFAULT_TOL = {"dopri5": (1e-4, 1e-6), "ros23": (1e-2, 1e-4), "ros21": (1e-1, 1e-3)}
@@ -670,8 +685,8 @@ def make_context(lib, nq: int, nv: int, nu: int, nc: int, slip_speed: float, p: 
     n, m = nq + nv, 2 * nc
     rhs = lib["ess_rhs"]
     sizes = [rhs.n_in, rhs.n_out, lib["ess_terms"].n_out, lib["ess_contact"].n_out, lib["ess_dJnv"].n_out, nv,
-             4 * nv * nv, 1 + n + m + 1 + nc + 2 * nu + 3]  # memo: fout valid; W's x, sigma, flag, stick
-    # flags, gains, age, g, stale
+             4 * nv * nv, 1 + n + m + 1 + nc + n + 2 * nu + 3]  # memo: fout valid; W's x, sigma, flag,
+    # stick flags, the last point that kept W, gains, age, g, stale
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     o_p = offsets[-1]
     o_F = o_p + p.size
@@ -858,10 +873,10 @@ class EssPlant(LatchedViolation):
             integration step, s.
         slip_speed: v_s of the tanh friction law, m/s (default SLIP_SPEED, 2e-4: creep < 0.4 mm/s
             up to 95 % of the friction cone). liftoff: "force" or "gap".
-        w_reuse: ros21/ros23: at how many further points W (and its factor) is kept while the
-            contact modes and the command's gains are unchanged: a step's end and a tick's first
-            point each count, so one step per tick keeps it w_reuse / 2 + 1 ticks (0: rebuilt at
-            every new state; the accuracy and speed of each: docs/ESS.md).
+        w_reuse: ros21/ros23: at how many further step ends W (and its factor) is kept while the
+            contact modes, the stick flags and the command's gains are unchanged (0: rebuilt at
+            every new state), or up to W_REUSE_EASY while the steps are easy (`robot_wprep`; the
+            accuracy and speed of each: docs/ESS.md).
         on_violation: "locate" (default: exact event location where liveness fails) or "raise"
             (advance() and rollout() raise LivenessError; step() reports it in the state's violation).
         penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
@@ -996,39 +1011,46 @@ class EssPlant(LatchedViolation):
         values, negative gains) goes through `pack_command`, whose ValueError names the bad field,
         and then the same call (so warming up with any command compiles all that a run uses).
         """
-        if not self._ready:
-            raise RuntimeError(f"{self.model.name}: call reset() before step()")
         F = self._F
         t0 = F.item(F_T)
         t_end = t0 + dt
-        if not t_end >= t0:
+        if not (t_end >= t0 and self._ready):
+            if not self._ready:
+                raise RuntimeError(f"{self.model.name}: call reset() before step()")
             raise ValueError(f"{self.model.name}: dt must be >= 0 (t={t0}, requested {t_end})")
-        fast = self._fast
-        if fast is None:
-            fast = self._fast = step_fields()
-        wk, wi, B = self._wk, self._wi, self._B
         c = self._held if command is None else command
         if self.violation:  # the physics failed earlier: hold the last good state until reset
             if command is not None:
                 pack_command(command, self.model)  # a bad command still raises ValueError
             return self._violated(self.violation)
-        check = self._check_args
+        fast = self._fast or self._bind_step()
         try:
-            status = fast(wk, wi, B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end, *check)
+            status = fast(self._wk, self._wi, self._B, c.tau_ff, c.q_des, c.v_des, c.kp, c.kd, t_end,
+                          *self._check_args)
         except (TypeError, AttributeError):
             status = BAD_COMMAND
-        if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
-            nu = self.model.nu
-            packed = pack_command(command, self.model)
-            status = fast(wk, wi, B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu], packed[3 * nu:4 * nu],
-                          packed[4 * nu:], t_end, *check)
-        if status != K.OK:  # a physics failure: never raised out of step (sim/invariants.py)
-            what = (f"liveness violated at guard {int(self._I[I_GUARD])}" if status == K.LIVENESS
-                    else K.STATUS_TEXT[status])
-            return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
+        if status != K.OK:
+            if status == BAD_COMMAND:  # raises with a precise message, or fills missing fields
+                nu = self.model.nu
+                packed = pack_command(command, self.model)
+                status = fast(self._wk, self._wi, self._B, packed[:nu], packed[nu:2 * nu], packed[2 * nu:3 * nu],
+                              packed[3 * nu:4 * nu], packed[4 * nu:], t_end, *self._check_args)
+            if status != K.OK:  # a physics failure: never raised out of step (sim/invariants.py)
+                what = (f"liveness violated at guard {int(self._I[I_GUARD])}" if status == K.LIVENESS
+                        else K.STATUS_TEXT[status])
+                return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
         q, v, force, tau, contact = self._outputs
         state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
-        return self._checked(state, self._I.item(I_CHECK))  # the compiled call checked the invariants
+        failure = self._I.item(I_CHECK)  # the compiled call checked the invariants
+        if failure == _invariants.OK:
+            self._good = state
+            return state
+        return self._checked(state, failure)
+
+    def _bind_step(self):
+        """step()'s compiled call (`step_fields`), bound at the first step()."""
+        self._fast = step_fields()
+        return self._fast
 
     def advance(self, t_end: float, t_eval: np.ndarray | None = None) -> np.ndarray | None:
         """Integrate to absolute time t_end (s) under the held command (no state object built).
