@@ -53,3 +53,17 @@ def test_numba_loop_calls_compiled_mass_matrix_without_python():
     qs = model.q0 + np.random.default_rng(8).normal(scale=0.3, size=(20, model.nq))
     expected = sum(np.trace(fns.mass_matrix(q)) for q in qs)
     assert np.isclose(trace_sum(qs), expected, rtol=1e-12)
+
+
+def test_the_cache_key_holds_the_host_cpu(tmp_path, monkeypatch):
+    """The generated C is compiled for the host's CPU (-march=native), so a cache copied to a
+    machine with another CPU must recompile, not run instructions that CPU may lack."""
+    import robots.codegen as cg
+
+    source = "double twice(double x) { return 2.0 * x; }\n"
+    path, built, _ = cg.compile_shared(source, lib_name="twice", cache_dir=tmp_path, verbose=False)
+    assert built and "-march=native" in cg.CFLAGS
+    assert not cg.compile_shared(source, lib_name="twice", cache_dir=tmp_path, verbose=False)[1]  # cached
+    monkeypatch.setattr(cg, "_HOST_CPU", ["x86_64\nmodel name : another CPU\nflags : fpu sse2"])
+    other, built_again, _ = cg.compile_shared(source, lib_name="twice", cache_dir=tmp_path, verbose=False)
+    assert built_again and other != path
