@@ -291,7 +291,7 @@ class MujocoPlant(LatchedViolation):
             mj, d = self.mj, self.data
             mj.opt.timestep = rest
             self._mj_step(mj, d)
-            mj.opt.timestep = h
+            mj.opt.timestep = self.h
             d.time = self._t  # no drift from the steps' rounding
             return self._checked(*self._state())
         state = PlantState(self._t, q, v, contact, force, tau, "")
