@@ -460,6 +460,9 @@ def test_w_is_reused_within_a_contact_mode_and_rebuilt_on_a_mode_change():
     x_slip = x_stick.copy()
     x_slip[model.nq] = 0.1  # the body, and its foot, slide forward at 0.1 m/s: the foot no longer sticks
     assert rebuilt(x_slip, stance)
+    p[6] = 0.0  # w_reuse 0: rebuilt at every new point, easy or not
+    dq = np.r_[np.full(model.nq, 1e-6), np.zeros(model.nv)]
+    assert rebuilt(x_slip + dq, stance, en=W_EASY_ERR / 2) and rebuilt(x_slip + 2 * dq, stance, en=W_EASY_ERR / 2)
 
 
 def test_a_tick_under_an_unchanged_command_starts_from_the_memo_of_f():

@@ -41,11 +41,11 @@ User functions (numba-compiled, each with the signature shown):
     h(x, p, ctx, out)               -> writes event values into out (m)
     Dh(x, p, ctx, out)              -> writes the m x n event Jacobian into out
     wprep(t, x, sigma, p, ctx, en)  -> ROS23/ROS21 only: capture what W needs at x (or keep the W it
-                                       has: any W keeps the order). The kernel calls it after
-                                       f(t, x, sigma, p, ctx, .) at the same point: at a step's
-                                       start (en = 1), at an accepted step's end (en: its error
-                                       norm if the interval's end or h_max bounded the step,
-                                       else 1) and at a rejected attempt's end (its norm, > 1).
+                                       has: any W keeps the order). The kernel calls it at a
+                                       step's start, after f there (en = 1), at an accepted ROS23
+                                       step's end, after f there (en: the step's error norm if the
+                                       interval's end or h_max bounded it, else 1), and at a
+                                       rejected attempt's end (its norm, > 1).
     wsolve(g, refactor, p, ctx, rhs, out) -> ROS23/ROS21: out = (I - g W)^-1 rhs for W captured by
                                        the last wprep; refactor is True when g or the point changed.
 `no_wprep`/`no_wsolve` (W = 0) make ROS23 an explicit second-order Runge-Kutta pair.

@@ -338,8 +338,8 @@ def robot_wprep(t, x, sigma, p, ctx, en):
     those it was built with, for up to p[6] (`w_reuse`) further calls at points other than its
     own, or up to W_REUSE_EASY while the step that ended at x was easy (the interval's end or
     h_max bounded it and its error norm en is below W_EASY_ERR: a W that stopped fitting shows
-    there first); at its own x, or at the point of the last call that kept it, it is kept without
-    counting. A rebuild marks the factor of `robot_wsolve` stale.
+    there first; not with w_reuse 0); at its own x, or at the point of the last call that kept
+    it, it is kept without counting. A rebuild marks the factor of `robot_wsolve` stale.
     """
     addr, fin, fout, bt, bc, bg, gen, W, piv, memo = ctx
     nq, nv, nu, nc = int(p[0]), int(p[1]), int(p[2]), int(p[3])
@@ -379,7 +379,7 @@ def robot_wprep(t, x, sigma, p, ctx, en):
             if asked:  # e.g. a call's first step at the last call's final point: decided there
                 return
             age = memo[og + 2 * nu]
-            if age < p[6] or (en < W_EASY_ERR and age < W_REUSE_EASY):
+            if age < p[6] or (p[6] > 0.0 and en < W_EASY_ERR and age < W_REUSE_EASY):
                 memo[og + 2 * nu] += 1.0
                 return
     for i in range(n):
@@ -874,9 +874,9 @@ class EssPlant(LatchedViolation):
         slip_speed: v_s of the tanh friction law, m/s (default SLIP_SPEED, 2e-4: creep < 0.4 mm/s
             up to 95 % of the friction cone). liftoff: "force" or "gap".
         w_reuse: ros21/ros23: at how many further step ends W (and its factor) is kept while the
-            contact modes, the stick flags and the command's gains are unchanged (0: rebuilt at
-            every new state), or up to W_REUSE_EASY while the steps are easy (`robot_wprep`; the
-            accuracy and speed of each: docs/ESS.md).
+            contact modes, the stick flags and the command's gains are unchanged, or up to
+            W_REUSE_EASY while the steps are easy (`robot_wprep`; 0: rebuilt at every new state,
+            easy or not; the accuracy and speed of each: docs/ESS.md).
         on_violation: "locate" (default: exact event location where liveness fails) or "raise"
             (advance() and rollout() raise LivenessError; step() reports it in the state's violation).
         penetration_limit_m: deepest contact gap (m) before the state is flagged as a violation
