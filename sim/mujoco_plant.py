@@ -217,7 +217,6 @@ class MujocoPlant(LatchedViolation):
         self._views = (d.qpos, d.qvel, d.sensordata, d.actuator_force)  # MuJoCo's buffers: fixed for d's life
         self._sizes = (model.nq, model.nv, model.nu, model.nc, model.dim)
         self._mj_step = mujoco.mj_step
-        self._split = (math.nan, 0, 0.0)  # the last dt and its whole MuJoCo steps and rest (step())
         self._t = 0.0  # s, the plant's time (MuJoCo's d.time advances by its own steps; reading it costs a binding call)
         self._ready = False
 
@@ -269,10 +268,9 @@ class MujocoPlant(LatchedViolation):
         if self.violation:  # the physics failed earlier: hold the last good state until reset
             pack_command(command, self.model)  # a bad command still raises ValueError
             return self._held_state()
-        if dt != self._split[0]:  # whole MuJoCo steps, then what is left of dt
-            n = int((dt + 1e-12) / self.h)
-            self._split = (dt, n, dt - n * self.h)
-        _, n, rest = self._split
+        h = self.h
+        n = int((dt + 1e-12) / h)  # whole MuJoCo steps, then what is left of dt
+        rest = dt - n * h
         nq, nv, nu, nc, dim = self._sizes
         q, v, tau = np.empty(nq), np.empty(nv), np.empty(nu)
         contact, force = np.empty(nc, dtype=np.bool_), np.empty((nc, dim))
@@ -291,14 +289,10 @@ class MujocoPlant(LatchedViolation):
             mj, d = self.mj, self.data
             mj.opt.timestep = rest
             self._mj_step(mj, d)
-            mj.opt.timestep = self.h
+            mj.opt.timestep = h
             d.time = self._t  # no drift from the steps' rounding
             return self._checked(*self._state())
-        state = PlantState(self._t, q, v, contact, force, tau, "")
-        if failure == _invariants.OK:  # `_checked`'s first case, inline: every step takes it
-            self._good = state
-            return state
-        return self._checked(state, failure)
+        return self._checked(PlantState(self._t, q, v, contact, force, tau, ""), failure)
 
     def state(self) -> PlantState:
         """The current PlantState: contact flags and forces of each foot, N: (normal, tangential

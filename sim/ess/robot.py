@@ -1041,11 +1041,7 @@ class EssPlant(LatchedViolation):
                 return self._violated(f"ESS integration failed: {what} at t={self.t:.6g} s")
         q, v, force, tau, contact = self._outputs
         state = PlantState(F.item(F_T), q.copy(), v.copy(), contact.copy(), force.copy(), tau.copy())
-        failure = self._I.item(I_CHECK)  # the compiled call checked the invariants
-        if failure == _invariants.OK:
-            self._good = state
-            return state
-        return self._checked(state, failure)
+        return self._checked(state, self._I.item(I_CHECK))  # the compiled call checked the invariants
 
     def _bind_step(self):
         """step()'s compiled call (`step_fields`), bound at the first step()."""
